@@ -1,0 +1,15 @@
+//! The `ide` broker: the unprivileged half of the worker that faces the iii
+//! engine, owns configuration and enforces policy, and asks `ide-executor` to
+//! do everything that touches the host.
+#![forbid(unsafe_code)]
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod exec;
+pub mod executor;
+pub mod functions;
+pub mod policy;
+pub mod target;

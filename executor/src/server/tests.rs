@@ -1,0 +1,269 @@
+//! The server driven over an in-process socket pair, as a broker would.
+
+use super::*;
+use crate::ceiling::Ceilings;
+use crate::env::EnvSnapshot;
+use ide_proto::{
+    read_frame, write_frame, EnvSpec, ExitReport, FsReply, JobRequest, RootedPath, Stream,
+};
+use std::path::PathBuf;
+use tokio::io::AsyncWriteExt;
+use tokio::task::JoinHandle;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn start() -> (UnixStream, JoinHandle<ConnectionEnd>) {
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let executor = Arc::new(Executor {
+        env: EnvSnapshot::capture(),
+        ceilings: Ceilings::new(&[PathBuf::from("/")]).unwrap(),
+    });
+    (theirs, tokio::spawn(serve_connection(executor, ours)))
+}
+
+async fn send(c: &mut UnixStream, id: u64, body: Request) {
+    write_frame(c, &ToExecutor { id, body }).await.unwrap();
+}
+
+async fn recv(c: &mut UnixStream) -> Option<ToBroker> {
+    tokio::time::timeout(LIMIT, read_frame(c))
+        .await
+        .expect("no frame in time")
+        .unwrap()
+}
+
+async fn hello(c: &mut UnixStream) {
+    send(
+        c,
+        1,
+        Request::Hello {
+            version: PROTOCOL_VERSION,
+        },
+    )
+    .await;
+    let reply = recv(c).await.unwrap();
+    assert_eq!(reply.id, 1);
+    match reply.body {
+        Reply::Hello {
+            version,
+            executor_version,
+            pid,
+        } => {
+            assert_eq!(version, PROTOCOL_VERSION);
+            assert_eq!(executor_version, env!("CARGO_PKG_VERSION"));
+            assert_eq!(pid, std::process::id());
+        }
+        other => panic!("expected Hello, got {other:?}"),
+    }
+}
+
+async fn ended(server: JoinHandle<ConnectionEnd>) -> ConnectionEnd {
+    tokio::time::timeout(LIMIT, server)
+        .await
+        .expect("server did not end")
+        .unwrap()
+}
+
+/// The server closed on us: EOF (or a reset) with no reply first.
+async fn assert_closed_without_reply(c: &mut UnixStream, server: JoinHandle<ConnectionEnd>) {
+    assert!(matches!(ended(server).await, ConnectionEnd::Violation(_)));
+    let next = tokio::time::timeout(LIMIT, read_frame::<_, ToBroker>(c))
+        .await
+        .unwrap();
+    assert!(matches!(next, Ok(None) | Err(_)), "{next:?}");
+}
+
+fn exec_spec(argv: &[&str]) -> ExecSpec {
+    ExecSpec {
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        env: EnvSpec {
+            inherit: true,
+            allow: vec![],
+            set: vec![],
+        },
+        cwd: None,
+        stdin: ide_proto::Stdin::Null,
+        timeout_ms: 0,
+        max_output_bytes: 1 << 20,
+        confine: None,
+    }
+}
+
+fn exec(argv: &[&str]) -> Request {
+    Request::Exec(exec_spec(argv))
+}
+
+#[tokio::test]
+async fn hello_round_trips_and_a_clean_close_ends_the_connection() {
+    let (mut c, server) = start();
+    hello(&mut c).await;
+    drop(c);
+    assert_eq!(ended(server).await, ConnectionEnd::Closed);
+}
+
+#[tokio::test]
+async fn a_garbage_frame_closes_the_connection() {
+    let (mut c, server) = start();
+    c.write_all(&[3, 0, 0, 0, 0xff, 0xff, 0xff]).await.unwrap();
+    assert_closed_without_reply(&mut c, server).await;
+}
+
+#[tokio::test]
+async fn a_u32_max_length_closes_the_connection() {
+    let (mut c, server) = start();
+    hello(&mut c).await;
+    c.write_all(&u32::MAX.to_le_bytes()).await.unwrap();
+    assert_closed_without_reply(&mut c, server).await;
+}
+
+#[tokio::test]
+async fn a_first_frame_other_than_hello_closes_the_connection() {
+    let (mut c, server) = start();
+    send(&mut c, 1, exec(&["true"])).await;
+    assert_closed_without_reply(&mut c, server).await;
+}
+
+#[tokio::test]
+async fn a_wrong_version_closes_the_connection() {
+    let (mut c, server) = start();
+    send(
+        &mut c,
+        1,
+        Request::Hello {
+            version: PROTOCOL_VERSION + 1,
+        },
+    )
+    .await;
+    assert_closed_without_reply(&mut c, server).await;
+}
+
+#[tokio::test]
+async fn the_event_id_cannot_name_a_request() {
+    let (mut c, server) = start();
+    hello(&mut c).await;
+    send(&mut c, EVENT_ID, exec(&["true"])).await;
+    assert_closed_without_reply(&mut c, server).await;
+}
+
+#[tokio::test]
+async fn an_exec_streams_output_then_exits() {
+    let (mut c, server) = start();
+    hello(&mut c).await;
+    send(&mut c, 7, exec(&["sh", "-c", "echo hi; exit 4"])).await;
+    let out = recv(&mut c).await.unwrap();
+    assert_eq!(
+        out,
+        ToBroker {
+            id: 7,
+            body: Reply::Output {
+                stream: Stream::Stdout,
+                data: b"hi\n".to_vec()
+            }
+        }
+    );
+    let exit = recv(&mut c).await.unwrap();
+    assert_eq!(exit.id, 7);
+    assert!(
+        matches!(
+            exit.body,
+            Reply::Exited(ExitReport {
+                exit_code: Some(4),
+                stdout_total: 3,
+                ..
+            })
+        ),
+        "{exit:?}"
+    );
+    drop(c);
+    assert_eq!(ended(server).await, ConnectionEnd::Closed);
+}
+
+#[tokio::test]
+async fn jobs_are_unsupported_and_data_for_unknown_ids_is_ignored() {
+    let (mut c, _server) = start();
+    hello(&mut c).await;
+    send(&mut c, 3, Request::Data { data: vec![1, 2] }).await;
+    send(&mut c, 3, Request::DataEnd).await;
+    send(&mut c, 3, Request::Cancel).await;
+    let job = JobRequest::Start {
+        job_id: "j".into(),
+        owner: None,
+        spec: exec_spec(&["true"]),
+    };
+    send(&mut c, 4, Request::Job(job)).await;
+    let reply = recv(&mut c).await.unwrap();
+    assert_eq!(reply.id, 4);
+    assert_eq!(
+        reply.body,
+        Reply::Error(ExecutorError::new(
+            ErrorKind::Invalid,
+            "unsupported request"
+        ))
+    );
+}
+
+#[tokio::test]
+async fn fs_requests_are_answered() {
+    let (mut c, _server) = start();
+    hello(&mut c).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = RootedPath {
+        root: tmp.path().to_str().unwrap().into(),
+        rel: String::new(),
+    };
+    send(&mut c, 5, Request::Fs(FsRequest::CheckDir { path })).await;
+    assert_eq!(
+        recv(&mut c).await.unwrap(),
+        ToBroker {
+            id: 5,
+            body: Reply::Fs(FsReply::Ok)
+        }
+    );
+}
+
+/// Starts `sleep 100` under `sh` and returns the shell's pid, read from its
+/// first output frame.
+async fn start_sleeper(c: &mut UnixStream, id: u64) -> String {
+    send(c, id, exec(&["sh", "-c", "echo $$; sleep 100"])).await;
+    match recv(c).await.unwrap().body {
+        Reply::Output { data, .. } => String::from_utf8(data).unwrap().trim().to_owned(),
+        other => panic!("expected output, got {other:?}"),
+    }
+}
+
+async fn is_gone(pid: &str) -> bool {
+    for _ in 0..100 {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn a_cancel_kills_the_command_and_ends_the_request() {
+    let (mut c, _server) = start();
+    hello(&mut c).await;
+    let pid = start_sleeper(&mut c, 9).await;
+    send(&mut c, 9, Request::Cancel).await;
+    let reply = recv(&mut c).await.unwrap();
+    assert_eq!(
+        reply,
+        ToBroker {
+            id: 9,
+            body: Reply::Error(exec::cancelled())
+        }
+    );
+    assert!(is_gone(&pid).await, "pid {pid} survived the cancel");
+}
+
+#[tokio::test]
+async fn a_dropped_connection_kills_its_commands() {
+    let (mut c, server) = start();
+    hello(&mut c).await;
+    let pid = start_sleeper(&mut c, 11).await;
+    drop(c);
+    assert_eq!(ended(server).await, ConnectionEnd::Closed);
+    assert!(is_gone(&pid).await, "pid {pid} outlived its connection");
+}

@@ -1,0 +1,1 @@
+//! `shell::jobs*` behaviour tests.

@@ -1,0 +1,9 @@
+//! End-to-end behaviour tests: the real `ide` and `ide-executor` binaries
+//! against the in-repo test engine, driven through a real `iii-sdk` client.
+//! One module per function family, built as one test binary.
+
+mod config;
+mod exec;
+mod fs;
+mod jobs;
+mod support;
