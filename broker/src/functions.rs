@@ -18,9 +18,11 @@ pub fn register_all(
     iii: &IIIClient,
     rt: &Handle,
     app: &Arc<App>,
-    _job_events: UnboundedReceiver<JobEvent>,
+    job_events: UnboundedReceiver<JobEvent>,
 ) {
     crate::exec::register_functions(iii, rt, app);
+    crate::fs::register_functions(iii, rt, app);
+    crate::jobs::register_functions(iii, rt, app, job_events);
     register_config_status(iii, rt, app);
 }
 

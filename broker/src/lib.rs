@@ -6,10 +6,14 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod exec;
 pub mod executor;
+pub mod fs;
 pub mod functions;
+pub mod jobs;
 pub mod policy;
+pub mod privilege;
 pub mod target;

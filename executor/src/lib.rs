@@ -9,11 +9,13 @@
 
 pub mod ceiling;
 pub mod cli;
+pub mod confine;
 pub mod env;
 pub mod errno;
 pub mod exec;
-pub mod fsops;
+pub mod fs;
 pub mod hygiene;
+pub mod jobs;
 pub mod listen;
 pub mod request;
 pub mod resolve;

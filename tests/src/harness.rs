@@ -100,6 +100,9 @@ pub struct IdeOptions {
     pub env: Vec<(String, String)>,
     /// Working directory; the test's own when unset.
     pub cwd: Option<PathBuf>,
+    /// The `ide` binary to run instead of the debug build (benchmarks run
+    /// release builds).
+    pub program: Option<PathBuf>,
 }
 
 #[derive(Default)]
@@ -174,7 +177,8 @@ impl Ide {
     ///
     /// Panics when the binary cannot be built or started.
     pub fn spawn(url: &str, opts: IdeOptions) -> Ide {
-        let mut command = Command::new(binary("ide"));
+        let program = opts.program.clone().unwrap_or_else(|| binary("ide"));
+        let mut command = Command::new(program);
         command.arg("--url").arg(url);
         if let Some(config) = &opts.config_path {
             command.arg("--config").arg(config);

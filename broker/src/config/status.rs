@@ -1,10 +1,13 @@
 //! `shell::config-status`: whether the policy being enforced is the one the
-//! central store holds. A rejected reload keeps the last good policy, so
-//! without this report the divergence would be silent.
+//! central store holds, and what confinement this host can enforce. A
+//! rejected reload keeps the last good policy, so without this report the
+//! divergence would be silent; likewise a host without Landlock would only
+//! show itself by failing confined execs.
 #![forbid(unsafe_code)]
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::sync::Mutex;
 
 /// Outcome of the most recent configuration load.
@@ -24,6 +27,10 @@ pub struct ConfigStatus {
     pub last_error: Option<String>,
     /// Reloads rejected since boot; never reset.
     pub rejected_reloads: u64,
+    /// What this host can enforce, as `ide doctor --json` reports it under
+    /// `host` (probed by the executor binary at boot); `{"probe_error": …}`
+    /// when the probe failed.
+    pub confinement: Value,
 }
 
 /// The live status; also serialises reloads so two events cannot apply out
@@ -41,6 +48,7 @@ impl Default for ReloadStatus {
                 last_outcome: Outcome::Applied,
                 last_error: None,
                 rejected_reloads: 0,
+                confinement: Value::Object(Default::default()),
             }),
             reload_lock: tokio::sync::Mutex::new(()),
         }
@@ -63,6 +71,11 @@ impl ReloadStatus {
             s.last_outcome = Outcome::Applied;
             s.last_error = None;
         })
+    }
+
+    /// Records what the host can enforce (once, at boot).
+    pub fn set_confinement(&self, facts: Value) {
+        self.with(|s| s.confinement = facts)
     }
 
     /// Records a rejected reload.
@@ -103,7 +116,16 @@ mod tests {
         let v = serde_json::to_value(ReloadStatus::default().snapshot()).unwrap();
         assert_eq!(
             v,
-            serde_json::json!({"last_outcome": "applied", "last_error": null, "rejected_reloads": 0})
+            serde_json::json!({"last_outcome": "applied", "last_error": null, "rejected_reloads": 0, "confinement": {}})
         );
+    }
+
+    #[test]
+    fn the_confinement_facts_are_kept_across_reloads() {
+        let s = ReloadStatus::default();
+        s.set_confinement(serde_json::json!({"landlock": {"abi": 7}}));
+        s.rejected("bad".into());
+        s.applied();
+        assert_eq!(s.snapshot().confinement["landlock"]["abi"], 7);
     }
 }

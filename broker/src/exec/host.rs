@@ -1,6 +1,7 @@
 //! Running a command on the host: build the executor spec from one policy
 //! snapshot, stream the output back, shape the spec's response.
 
+use super::confine::{confinement, WriteScope};
 use super::request::ExecRequest;
 use super::response::ExecResponse;
 use crate::app::App;
@@ -41,11 +42,23 @@ fn working_dir(
     Ok(Some((rooted, raw)))
 }
 
-/// Builds what the executor runs; every policy decision is made here.
+/// Builds what the executor runs for an unscoped call; see [`prepare_scoped`].
 pub fn prepare(
     policy: &Policy,
     req: &ExecRequest,
     timeout_ms: u64,
+) -> Result<Prepared, ShellError> {
+    prepare_scoped(policy, req, timeout_ms, None)
+}
+
+/// Builds what the executor runs; every policy decision is made here. A
+/// call with a session `scope` is write-confined when the policy says so
+/// ([`super::confine`]).
+pub fn prepare_scoped(
+    policy: &Policy,
+    req: &ExecRequest,
+    timeout_ms: u64,
+    scope: Option<&WriteScope>,
 ) -> Result<Prepared, ShellError> {
     check_call_env(&req.env)?;
     let cwd = working_dir(policy, req.cwd.as_deref())?;
@@ -68,7 +81,7 @@ pub fn prepare(
         },
         timeout_ms,
         max_output_bytes: policy.max_output_bytes(),
-        confine: None,
+        confine: confinement(policy, scope),
     };
     let upload = match spec.stdin {
         Stdin::Upload => req.stdin.as_ref().map(|s| s.as_bytes().to_vec()),

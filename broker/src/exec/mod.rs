@@ -5,6 +5,7 @@
 //! check passed.
 #![forbid(unsafe_code)]
 
+pub mod confine;
 pub mod host;
 pub mod request;
 pub mod response;

@@ -1,19 +1,21 @@
 //! Request multiplexing over one executor connection, and the supervisor
-//! that replaces a dead executor.
+//! that adopts the executor a previous broker left behind, or replaces a
+//! dead one.
 
-use super::launch::{launch, Source};
+use super::launch::{connect_rendezvous, launch, Source};
 use crate::error::ShellError;
 use ide_proto::frame::{encode, FrameError};
 use ide_proto::{
-    write_frame, FrameReader, JobEvent, Reply, Request, ToBroker, ToExecutor, EVENT_ID,
-    PROTOCOL_VERSION, STREAM_WINDOW,
+    write_frame, FrameReader, JobEvent, JobReply, JobRequest, Reply, Request, ToBroker, ToExecutor,
+    EVENT_ID, PROTOCOL_VERSION, STREAM_WINDOW,
 };
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
-use tokio::net::unix::OwnedReadHalf;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::UnixStream;
 use tokio::sync::{mpsc, watch, Semaphore};
 
 /// How long a call waits for a (re)started executor before giving up.
@@ -22,6 +24,8 @@ const CONNECT_WAIT: Duration = Duration::from_secs(10);
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Frames queued towards the executor before senders wait.
 const OUTBOX: usize = 1024;
+/// How long a graceful shutdown waits for the executor to stop every job.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// Where the replies of one request go, and the upload credit the executor
 /// has granted it.
@@ -188,7 +192,11 @@ impl Drop for ReplyStream {
 fn is_terminal(reply: &Reply) -> bool {
     !matches!(
         reply,
-        Reply::Output { .. } | Reply::Chunk { .. } | Reply::Credit { .. } | Reply::JobEvent(_)
+        Reply::Output { .. }
+            | Reply::Chunk { .. }
+            | Reply::Credit { .. }
+            | Reply::JobEvent(_)
+            | Reply::Job(JobReply::Summaries(_))
     )
 }
 
@@ -241,6 +249,18 @@ impl Executor {
         })
     }
 
+    /// The broker is shutting down on purpose: the executor stops every
+    /// background job (and, if we started it, exits), so nothing lingers.
+    pub async fn shutdown(&self) {
+        let stop = self.call(Request::Job(JobRequest::Shutdown));
+        match tokio::time::timeout(SHUTDOWN_WAIT, stop).await {
+            Ok(Ok(Ok(_))) => tracing::info!("the executor stopped every background job"),
+            Ok(Ok(Err(e))) => tracing::warn!("the executor refused to stop its jobs: {e}"),
+            Ok(Err(e)) => tracing::warn!("cannot stop the executor's jobs: {e}"),
+            Err(_) => tracing::warn!("the executor did not stop its jobs within {SHUTDOWN_WAIT:?}"),
+        }
+    }
+
     /// Sends a request and waits for its one terminal reply; an executor
     /// error comes back as `Err` for the caller to map.
     pub async fn call(
@@ -264,6 +284,55 @@ fn unavailable() -> ShellError {
     )
 }
 
+/// The executor a previous broker left on the rendezvous socket, if one
+/// answers the hello there.
+async fn adopt(source: &Source) -> Option<Handshaken> {
+    let Source::Spawn {
+        rendezvous: Some(rendezvous),
+        ..
+    } = source
+    else {
+        return None;
+    };
+    let path = &rendezvous.path;
+    let stream = connect_rendezvous(rendezvous).await?;
+    match handshake(stream).await {
+        Ok(handshaken) => {
+            tracing::info!(
+                pid = handshaken.pid,
+                "adopted the executor left on {}; its background jobs carry on",
+                path.display()
+            );
+            Some(handshaken)
+        }
+        Err(e) => {
+            tracing::info!("no executor to adopt on {} ({e})", path.display());
+            None
+        }
+    }
+}
+
+/// Adopts a waiting executor, or starts (or reaches) one and says hello.
+async fn bring_up(source: &Source) -> Result<(Handshaken, Option<tokio::process::Child>), String> {
+    if let Some(adopted) = adopt(source).await {
+        return Ok((adopted, None));
+    }
+    let launched = launch(source)
+        .await
+        .map_err(|e| format!("cannot reach the executor: {e}"))?;
+    let mut child = launched.child;
+    match handshake(launched.stream).await {
+        Ok(handshaken) => Ok((handshaken, child)),
+        Err(e) => {
+            if let Some(child) = child.as_mut() {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+            }
+            Err(e)
+        }
+    }
+}
+
 /// Keeps one executor connection alive for the life of the broker.
 async fn supervise(
     source: Source,
@@ -273,10 +342,9 @@ async fn supervise(
     let mut backoff = Duration::from_millis(100);
     loop {
         let began = Instant::now();
-        match launch(&source).await {
-            Ok(launched) => {
-                let mut child = launched.child;
-                match serve(launched.stream, &current, &events).await {
+        match bring_up(&source).await {
+            Ok((handshaken, mut child)) => {
+                match serve(handshaken, &current, &events).await {
                     Ok(()) => tracing::warn!("executor connection closed; starting a new one"),
                     Err(e) => {
                         tracing::error!("executor connection failed: {e}; starting a new one")
@@ -288,7 +356,7 @@ async fn supervise(
                     let _ = child.wait().await;
                 }
             }
-            Err(e) => tracing::error!("cannot reach the executor: {e}"),
+            Err(e) => tracing::error!("{e}"),
         }
         if began.elapsed() > Duration::from_secs(5) {
             backoff = Duration::from_millis(100);
@@ -298,12 +366,16 @@ async fn supervise(
     }
 }
 
-/// Runs one connection: hello, then route replies until it ends.
-async fn serve(
-    stream: tokio::net::UnixStream,
-    current: &watch::Sender<Option<Arc<Conn>>>,
-    events: &mpsc::UnboundedSender<JobEvent>,
-) -> Result<(), String> {
+/// A connection whose hello was answered.
+struct Handshaken {
+    read: OwnedReadHalf,
+    write: OwnedWriteHalf,
+    reader: FrameReader,
+    pid: u32,
+}
+
+/// Says hello and checks the answer.
+async fn handshake(stream: UnixStream) -> Result<Handshaken, String> {
     let (mut read, mut write) = stream.into_split();
     let mut reader = FrameReader::default();
     let hello = ToExecutor {
@@ -330,13 +402,31 @@ async fn serve(
                 },
         }) if version == PROTOCOL_VERSION => {
             tracing::info!(pid, executor_version, "executor connected");
+            Ok(Handshaken {
+                read,
+                write,
+                reader,
+                pid,
+            })
         }
-        other => {
-            return Err(format!(
-                "unexpected hello answer from the executor: {other:?}"
-            ))
-        }
+        other => Err(format!(
+            "unexpected hello answer from the executor: {other:?}"
+        )),
     }
+}
+
+/// Runs one handshaken connection: route replies until it ends.
+async fn serve(
+    handshaken: Handshaken,
+    current: &watch::Sender<Option<Arc<Conn>>>,
+    events: &mpsc::UnboundedSender<JobEvent>,
+) -> Result<(), String> {
+    let Handshaken {
+        mut read,
+        mut write,
+        mut reader,
+        ..
+    } = handshaken;
 
     let (outbox, mut queue) = mpsc::channel::<Vec<u8>>(OUTBOX);
     let conn = Arc::new(Conn {

@@ -3,9 +3,9 @@
 //!
 //! Security meaning: a compromised broker cannot smuggle a loader variable
 //! (`LD_PRELOAD`, `PATH=/x` …) past this point, cannot make the spawn truncate
-//! argv at a NUL, cannot exhaust memory with argv/env, and cannot get a command
-//! run unconfined when it asked for confinement this executor cannot enforce
-//! (fail closed: nothing runs).
+//! argv at a NUL and cannot exhaust memory with argv/env. (A command that
+//! asks for confinement this host cannot enforce is refused by
+//! [`crate::confine::prepare`], before anything is spawned.)
 #![forbid(unsafe_code)]
 
 use ide_proto::{env_gate, ErrorKind, ExecSpec, ExecutorError};
@@ -13,10 +13,6 @@ use ide_proto::{env_gate, ErrorKind, ExecSpec, ExecutorError};
 /// Cap on argv plus per-call env bytes (the kernel's own limit is larger;
 /// nothing legitimate comes close).
 pub const MAX_ARGV_ENV_BYTES: usize = 1024 * 1024;
-
-/// The refusal when confinement is asked for.
-pub const UNCONFINABLE: &str =
-    "write confinement (Landlock) is not available in this executor yet; the command did not run";
 
 /// Checks `spec` before anything is opened or spawned.
 pub fn check(spec: &ExecSpec) -> Result<(), ExecutorError> {
@@ -42,17 +38,13 @@ pub fn check(spec: &ExecSpec) -> Result<(), ExecutorError> {
         )));
     }
     env_gate::check(spec.env.set.iter().map(|(k, _)| k.as_str()))
-        .map_err(|refusal| invalid(refusal.to_string()))?;
-    if spec.confine.is_some() {
-        return Err(ExecutorError::new(ErrorKind::Unconfinable, UNCONFINABLE));
-    }
-    Ok(())
+        .map_err(|refusal| invalid(refusal.to_string()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ide_proto::{Confinement, EnvSpec};
+    use ide_proto::EnvSpec;
 
     fn spec(argv: &[&str], set: &[(&str, &str)]) -> ExecSpec {
         ExecSpec {
@@ -117,16 +109,5 @@ mod tests {
             assert_eq!(err.kind, ErrorKind::Invalid, "{k}");
             assert!(err.message.contains(&format!("{k:?}")), "{}", err.message);
         }
-    }
-
-    #[test]
-    fn confinement_fails_closed() {
-        let mut s = spec(&["true"], &[]);
-        s.confine = Some(Confinement {
-            writable: vec!["/tmp".into()],
-        });
-        let err = check(&s).unwrap_err();
-        assert_eq!(err.kind, ErrorKind::Unconfinable);
-        assert_eq!(err.message, UNCONFINABLE);
     }
 }

@@ -7,6 +7,8 @@
 //! and when the broker's connection ends, so no command outlives its caller.
 //! A grandchild that keeps the output pipes open cannot hang the call: once
 //! the leader exits, output is drained only until [`DRAIN_DEADLINE`].
+//! Background jobs spawn through the same [`launch`] and are then followed
+//! by [`crate::jobs`], which owns them beyond any one connection.
 #![forbid(unsafe_code)]
 
 pub mod floor;
@@ -24,6 +26,7 @@ use spawn::Leader;
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
+use tokio::process::{ChildStderr, ChildStdout};
 use tokio::task::JoinHandle;
 
 /// How long output is still read after the leader exited.
@@ -34,16 +37,30 @@ pub fn cancelled() -> ExecutorError {
     ExecutorError::new(ErrorKind::Internal, "cancelled")
 }
 
-/// Runs `spec`, streaming its output through `replies`, and reports how it
-/// ended. On `cancel` the group is killed and reaped and the request ends
-/// with [`cancelled`]. `upload` carries stdin for [`Stdin::Upload`].
-pub async fn run(
+/// A spawned command and its pipes, ready to be followed.
+#[derive(Debug)]
+pub struct Launched {
+    /// The process group leader.
+    pub leader: Leader,
+    pub stdout: ChildStdout,
+    pub stderr: ChildStderr,
+    /// When the command was spawned.
+    pub started: Instant,
+    /// Feeds stdin; aborted when this is dropped.
+    pub feeder: Option<AbortOnDrop>,
+}
+
+/// Everything up to a running child: the floor, the jailed cwd, the
+/// environment, the spawn and the stdin feeder. Foreground execs and
+/// background jobs both start here, so there is one way to spawn.
+///
+/// Call it from an async task (see [`spawn::spawn`]). `upload` carries stdin
+/// for [`Stdin::Upload`], with the replies its credit goes through.
+pub fn launch(
     executor: &Executor,
     spec: ExecSpec,
-    upload: Option<Upload>,
-    cancel: &mut Cancel,
-    replies: &Replies,
-) -> Result<ExitReport, ExecutorError> {
+    upload: Option<(Upload, Replies)>,
+) -> Result<Launched, ExecutorError> {
     floor::check(&spec)?;
     let cwd = spec
         .cwd
@@ -54,19 +71,18 @@ pub async fn run(
     let started = Instant::now();
     let mut leader = spawn::spawn(&spec, env, cwd.as_ref())?;
     drop(cwd);
-    let _feeder = match (spec.stdin, leader.child.stdin.take()) {
+    let feeder = match (spec.stdin, leader.child.stdin.take()) {
         (Stdin::Bytes(bytes), Some(mut pipe)) => Some(AbortOnDrop(tokio::spawn(async move {
             // EPIPE (the child stopped reading) is the child's business.
             let _ = pipe.write_all(&bytes).await;
         }))),
         (Stdin::Upload, Some(mut pipe)) => {
             let mut upload = upload;
-            let replies = replies.clone();
             Some(AbortOnDrop(tokio::spawn(async move {
-                let Some(upload) = upload.as_mut() else {
+                let Some((upload, replies)) = upload.as_mut() else {
                     return;
                 };
-                while let Some(chunk) = upload.next(&replies).await {
+                while let Some(chunk) = upload.next(replies).await {
                     if pipe.write_all(&chunk).await.is_err() {
                         break;
                     }
@@ -82,11 +98,39 @@ pub async fn run(
             "output pipes are missing",
         ));
     };
-    let deadline = match spec.timeout_ms {
+    Ok(Launched {
+        leader,
+        stdout,
+        stderr,
+        started,
+        feeder,
+    })
+}
+
+/// Runs `spec`, streaming its output through `replies`, and reports how it
+/// ended. On `cancel` the group is killed and reaped and the request ends
+/// with [`cancelled`]. `upload` carries stdin for [`Stdin::Upload`].
+pub async fn run(
+    executor: &Executor,
+    spec: ExecSpec,
+    upload: Option<Upload>,
+    cancel: &mut Cancel,
+    replies: &Replies,
+) -> Result<ExitReport, ExecutorError> {
+    let timeout_ms = spec.timeout_ms;
+    let cap = spec.max_output_bytes;
+    let upload = upload.map(|u| (u, replies.clone()));
+    let Launched {
+        mut leader,
+        stdout,
+        stderr,
+        started,
+        feeder: _feeder,
+    } = launch(executor, spec, upload)?;
+    let deadline = match timeout_ms {
         0 => None,
         ms => started.checked_add(Duration::from_millis(ms)),
     };
-    let cap = spec.max_output_bytes;
     let (mut stdout_total, mut stderr_total) = (0u64, 0u64);
     let ended = {
         let pumps = async {
@@ -136,7 +180,7 @@ async fn stop(leader: &mut Leader) {
 }
 
 /// Sleeps until `deadline`, or forever without one.
-async fn until(deadline: Option<Instant>) {
+pub async fn until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d.into()).await,
         None => std::future::pending().await,
@@ -162,7 +206,8 @@ fn prefixed(e: ExecutorError) -> ExecutorError {
 
 /// Aborts the stdin feeder when the exec ends, even if a grandchild holds the
 /// pipe without reading.
-struct AbortOnDrop(JoinHandle<()>);
+#[derive(Debug)]
+pub struct AbortOnDrop(JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

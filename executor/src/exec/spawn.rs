@@ -2,12 +2,14 @@
 //!
 //! Security meaning: the child starts in its own session (its pid is its
 //! process group), with only the environment we built, stdio we created and
-//! the jailed cwd entered by fd. The group is signalled only while its leader
-//! is still unreaped: until then the kernel cannot hand the pgid to anyone
-//! else, so a kill can never hit an unrelated process.
+//! the jailed cwd entered by fd, under the confinement [`crate::confine`]
+//! prepared. The group is signalled only while its leader is still unreaped:
+//! until then the kernel cannot hand the pgid to anyone else, so a kill can
+//! never hit an unrelated process; the same kill ends the command's whole
+//! tree (its cgroup, or the subreaper sweep), escaped descendants included.
 #![forbid(unsafe_code)]
 
-use crate::sys;
+use crate::confine;
 use ide_proto::{ErrorKind, ExecSpec, ExecutorError};
 use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::process::{Pid, Signal};
@@ -22,12 +24,15 @@ use tokio::process::{Child, Command};
 pub struct Leader {
     /// The group leader; tokio's `id()` turns `None` once it is reaped.
     pub child: Child,
+    /// Kills the command's whole tree.
+    tree: confine::Guard,
 }
 
 impl Leader {
     /// SIGKILLs the whole group, but only while the leader is unreaped.
     pub fn kill_group(&self) {
         if let Some(pid) = self.child.id().and_then(|p| Pid::from_raw(p as i32)) {
+            self.tree.kill_tree(pid);
             // ESRCH (the group is already gone) is the only expected error.
             let _ = rustix::process::kill_process_group(pid, Signal::KILL);
         }
@@ -73,13 +78,14 @@ pub fn spawn(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    sys::install_child_setup(
-        cmd.as_std_mut(),
-        cwd.map(|fd| fd.as_raw_fd()),
-        rustix::process::getpid(),
-    );
-    let child = cmd.spawn().map_err(|e| spawn_error(argv0, &e))?;
-    Ok(Leader { child })
+    let confinement = confine::prepare(spec.confine.as_ref())?;
+    let confined = confinement.confined();
+    let (child, tree) = confinement
+        .spawn(&mut cmd, cwd.map(|fd| fd.as_raw_fd()))
+        .map_err(|e| {
+            confine::spawn_error(&e, confined).unwrap_or_else(|| spawn_error(argv0, &e))
+        })?;
+    Ok(Leader { child, tree })
 }
 
 /// The spec's wording for a failed spawn (S216).

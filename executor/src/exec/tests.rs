@@ -216,16 +216,32 @@ async fn the_floor_refuses_loader_keys_and_nothing_runs() {
 }
 
 #[tokio::test]
-async fn confinement_fails_closed_and_nothing_runs() {
+async fn a_confined_exec_writes_only_beneath_its_writable_paths() {
+    if !crate::confine::tests::landlock_or_skip() {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
-    let marker = tmp.path().join("ran");
-    let mut s = spec(&["touch", marker.to_str().unwrap()]);
-    s.confine = Some(ide_proto::Confinement { writable: vec![] });
-    assert_eq!(
-        run_spec(s).await.result.unwrap_err().kind,
-        ErrorKind::Unconfinable
+    let (inside, outside) = (tmp.path().join("inside"), tmp.path().join("outside"));
+    std::fs::create_dir(&inside).unwrap();
+    let script = format!(
+        "touch {0}/made; touch {1}/made; echo $?",
+        inside.display(),
+        tmp.path().display()
     );
-    assert!(!marker.exists());
+    let mut s = sh(&script);
+    s.confine = Some(ide_proto::Confinement {
+        writable: vec![inside.to_str().unwrap().into()],
+    });
+    let ran = run_spec(s).await;
+    assert_eq!(
+        ran.stdout().trim(),
+        "1",
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert!(inside.join("made").exists());
+    assert!(!tmp.path().join("made").exists());
+    assert!(!outside.exists());
 }
 
 fn cwd_spec(root: &std::path::Path, rel: &str) -> ExecSpec {

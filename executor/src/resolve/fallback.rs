@@ -4,14 +4,18 @@
 //! Security meaning: the walk holds a stack of `O_PATH|O_NOFOLLOW` directory
 //! fds and never asks the kernel to follow a symlink or a `..`: `..` pops the
 //! stack (popping past the root is an escape), each symlink is read with
-//! `readlinkat` and its target spliced into the remaining path (an absolute
-//! target is an escape; at most [`MAX_HOPS`] links), and procfs links other
-//! than `/proc/self`-style ones are refused as magic links. The final
+//! `readlinkat` and its target spliced into the remaining path (at most
+//! [`MAX_HOPS`] links), and procfs links other than `/proc/self`-style ones
+//! are refused as magic links. An absolute target restarts the walk at the
+//! root fd only when its components begin with the root's own canonical path
+//! (a link such as `<root>/current -> <root>/releases/v2`); any other
+//! absolute target is an escape. The rest of the target is then walked
+//! component by component like any other path, so a `..` in it can still
+//! only pop held fds. The final
 //! component is opened with `O_NOFOLLOW` relative to its parent fd, so a link
 //! swapped in after the check is never followed.
 #![forbid(unsafe_code)]
 
-use super::Anchor;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
@@ -24,13 +28,24 @@ pub(super) const MAX_HOPS: usize = 40;
 /// The inode number of every procfs root directory.
 const PROC_ROOT_INO: u64 = 1;
 
+/// Where an absolute symlink target (or a `..` at the root) leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Absolute<'a> {
+    /// The root is the host's `/`: absolute targets restart at it and `..`
+    /// at the root stays there, exactly as the host resolves them.
+    HostRoot,
+    /// A jail root with this canonical path: a target beneath it restarts
+    /// at the root fd, anything else (and `..` at the root) escapes.
+    Jail(&'a [u8]),
+}
+
 /// Opens `rel` beneath `root`; the errors mean what the kernel's would, and
 /// EAGAIN asks the caller to retry after a concurrent change.
 pub(super) fn open(
     root: BorrowedFd<'_>,
     rel: &str,
     flags: OFlags,
-    anchor: Anchor,
+    anchor: Absolute<'_>,
 ) -> Result<OwnedFd, Errno> {
     let follow_final = !flags.contains(OFlags::NOFOLLOW);
     let mut stack: Vec<OwnedFd> = Vec::new();
@@ -41,7 +56,7 @@ pub(super) fn open(
         match name.as_slice() {
             b"" | b"." => continue,
             b".." => {
-                if stack.pop().is_none() && anchor == Anchor::Jail {
+                if stack.pop().is_none() && anchor != Absolute::HostRoot {
                     return Err(Errno::XDEV);
                 }
                 continue;
@@ -94,23 +109,54 @@ fn open_step(dir: BorrowedFd<'_>, name: &[u8]) -> Result<OwnedFd, Errno> {
 }
 
 /// Puts `path`'s components in front of what is left to walk. An absolute
-/// path escapes a jail; at the host root it restarts from the root.
+/// path restarts from the root: at the host root always, in a jail only when
+/// it lies beneath the root's canonical path (whose components are dropped);
+/// otherwise it escapes.
 fn splice(
     pending: &mut VecDeque<Vec<u8>>,
     stack: &mut Vec<OwnedFd>,
     path: &[u8],
-    anchor: Anchor,
+    anchor: Absolute<'_>,
 ) -> Result<(), Errno> {
+    let mut rest = path;
     if path.starts_with(b"/") {
-        if anchor == Anchor::Jail {
-            return Err(Errno::XDEV);
+        if let Absolute::Jail(root_path) = anchor {
+            rest = beneath(path, root_path).ok_or(Errno::XDEV)?;
         }
         stack.clear();
     }
-    for component in path.split(|b| *b == b'/').rev() {
+    for component in rest.split(|b| *b == b'/').rev() {
         pending.push_front(component.to_vec());
     }
     Ok(())
+}
+
+/// The part of absolute `path` after the components of absolute `root`,
+/// compared component by component (empty and `.` components skipped), or
+/// `None` when `path` does not start with all of them. A `..` never matches
+/// a root component, so `<root>/../x` is not beneath.
+pub(super) fn beneath<'p>(path: &'p [u8], root: &[u8]) -> Option<&'p [u8]> {
+    let significant = |c: &&[u8]| !c.is_empty() && *c != b".";
+    let mut wanted = root.split(|b| *b == b'/').filter(significant);
+    let mut offset = 0;
+    let mut next_wanted = wanted.next();
+    while let Some(want) = next_wanted {
+        let tail = &path[offset..];
+        let end = tail.iter().position(|b| *b == b'/').unwrap_or(tail.len());
+        let component = &tail[..end];
+        offset = (offset + end + 1).min(path.len());
+        if !significant(&component) {
+            if end == tail.len() {
+                return None;
+            }
+            continue;
+        }
+        if component != want {
+            return None;
+        }
+        next_wanted = wanted.next();
+    }
+    Some(&path[offset..])
 }
 
 /// Refuses procfs links except those in a procfs root (`self`,

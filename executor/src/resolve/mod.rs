@@ -8,16 +8,27 @@
 //! [`fallback`]) that gives the same answers. Errors are classed in one
 //! place ([`crate::errno`]): leaving the root is `Escape`, a magic link or a
 //! loop reads as `NotFound`.
+//!
+//! `RESOLVE_BENEATH` refuses every absolute symlink, even one that names a
+//! place inside the root (`<root>/current -> <root>/releases/v2`, common in
+//! real trees). So an EXDEV from the kernel is answered again by the
+//! userspace walk, which re-anchors such a target at the root fd when it lies
+//! beneath the root's canonical path and reports an escape otherwise; it
+//! still walks component by component with `O_NOFOLLOW`, never by joining
+//! strings.
 #![forbid(unsafe_code)]
 
 mod fallback;
 mod kernel;
 
+use crate::ceiling::fd_path;
 use crate::errno::path_error;
+use fallback::Absolute;
 use ide_proto::{ErrorKind, ExecutorError};
 use rustix::fd::{BorrowedFd, OwnedFd};
 use rustix::fs::OFlags;
 use rustix::io::Errno;
+use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
@@ -141,6 +152,8 @@ impl Backend {
     ) -> Result<OwnedFd, Errno> {
         if self == Backend::Openat2 && !OPENAT2_UNAVAILABLE.load(Ordering::Relaxed) {
             match kernel::open(root, rel, flags, anchor) {
+                // Maybe an absolute symlink that stays inside: the walk decides.
+                Err(Errno::XDEV) if anchor == Anchor::Jail => {}
                 Err(e) if kernel::unavailable(root, e) => {
                     tracing::warn!("openat2 is unavailable ({e}); using the userspace resolver");
                     OPENAT2_UNAVAILABLE.store(true, Ordering::Relaxed);
@@ -148,7 +161,16 @@ impl Backend {
                 other => return other,
             }
         }
-        fallback::open(root, rel, flags, anchor)
+        match anchor {
+            Anchor::HostRoot => fallback::open(root, rel, flags, Absolute::HostRoot),
+            Anchor::Jail => {
+                // The kernel's own name for the root fd; without one, no
+                // absolute target can be shown to stay inside.
+                let root_path = fd_path(root).map_err(|_| Errno::XDEV)?;
+                let root_path = root_path.as_os_str().as_bytes();
+                fallback::open(root, rel, flags, Absolute::Jail(root_path))
+            }
+        }
     }
 }
 

@@ -377,3 +377,78 @@ fn a_swap_race_never_reaches_outside() {
     swapper.join().unwrap();
     assert!(opened > 0, "the race never let a legitimate open through");
 }
+
+#[test]
+fn absolute_symlinks_that_stay_inside_are_re_anchored_at_the_root() {
+    let f = fixture();
+    let jail = f.jail.to_str().unwrap();
+    std::fs::create_dir_all(f.jail.join("releases/v2")).unwrap();
+    std::fs::write(f.jail.join("releases/v2/app.txt"), b"v2").unwrap();
+    let links = [
+        ("current", format!("{jail}/releases/v2")),
+        ("current_file", format!("{jail}/releases/v2/app.txt")),
+        ("root_itself", jail.to_owned()),
+        ("spelled", format!("/{jail}//./releases/../releases/v2")),
+        ("hop", format!("{jail}/current")),
+    ];
+    for (link, target) in &links {
+        symlink(target, f.jail.join(link)).unwrap();
+    }
+    for backend in BACKENDS {
+        for (rel, want) in [
+            ("current", "releases/v2"),
+            ("current/app.txt", "releases/v2/app.txt"),
+            ("current_file", "releases/v2/app.txt"),
+            ("root_itself", ""),
+            ("root_itself/file", "file"),
+            ("spelled/app.txt", "releases/v2/app.txt"),
+            ("hop/app.txt", "releases/v2/app.txt"),
+            ("dir/../current/../v2/app.txt", "releases/v2/app.txt"),
+        ] {
+            let fd =
+                kind(backend, &f.root, rel).unwrap_or_else(|e| panic!("{backend:?} {rel}: {e:?}"));
+            assert!(is_same(&fd, &f.jail.join(want)), "{backend:?} {rel}");
+        }
+        let (dir, name) = backend
+            .resolve_parent(f.root.as_fd(), "current/new")
+            .unwrap();
+        assert!(is_same(&dir, &f.jail.join("releases/v2")), "{backend:?}");
+        assert_eq!(name, "new");
+    }
+}
+
+#[test]
+fn absolute_symlinks_that_only_look_inside_are_escapes() {
+    let f = fixture();
+    let jail = f.jail.to_str().unwrap();
+    std::fs::create_dir_all(format!("{jail}2")).unwrap();
+    let links = [
+        ("up", format!("{jail}/../outside/secret")),
+        ("climb", format!("{jail}/dir/../../outside/secret")),
+        ("sibling", format!("{jail}2")),
+        ("prefix", jail[..jail.len() - 1].to_owned()),
+        ("inside_then_out", format!("{jail}/dir/climb/secret")),
+    ];
+    for (link, target) in &links {
+        symlink(target, f.jail.join(link)).unwrap();
+    }
+    for backend in BACKENDS {
+        for (link, _) in &links {
+            let got = kind(backend, &f.root, link).map(|_| ());
+            assert_eq!(got, Err(ErrorKind::Escape), "{backend:?} {link}");
+        }
+    }
+    std::fs::remove_dir(format!("{jail}2")).unwrap();
+}
+
+#[test]
+fn the_root_prefix_is_compared_component_by_component() {
+    use fallback::beneath;
+    assert_eq!(beneath(b"/srv/app/x", b"/srv/app"), Some(&b"x"[..]));
+    assert_eq!(beneath(b"/srv/app", b"/srv/app"), Some(&b""[..]));
+    assert_eq!(beneath(b"//srv/./app//x", b"/srv/app"), Some(&b"/x"[..]));
+    assert_eq!(beneath(b"/srv/app2/x", b"/srv/app"), None);
+    assert_eq!(beneath(b"/srv/ap", b"/srv/app"), None);
+    assert_eq!(beneath(b"/srv/../srv/app/x", b"/srv/app"), None);
+    assert_eq!(beneath(b"/srv", b"/srv/app"), None);
+}

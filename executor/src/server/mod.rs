@@ -5,20 +5,25 @@
 //! frame other than `Hello` at our exact protocol version, a request id that
 //! is already running or reserved for events — ends the connection with one
 //! WARN and no partial state. When the connection ends for any reason, every
-//! command it started is killed (process group) and reaped.
+//! foreground command it started is killed (process group) and reaped;
+//! background jobs belong to the executor ([`crate::jobs`]) and outlive it.
 #![forbid(unsafe_code)]
 
+pub mod downloads;
+mod fs_work;
 pub mod inflight;
 pub mod uploads;
 pub mod writer;
 
 use crate::exec;
-use crate::fsops;
+use crate::jobs::{requests as job_requests, Jobs};
 use crate::request::{Cancel, Replies, Upload};
 use crate::state::Executor;
+use downloads::Downloads;
+use fs_work::FsStreams;
 use ide_proto::{
-    ErrorKind, ExecSpec, ExecutorError, FrameReader, FsRequest, Reply, Request, Stdin, ToBroker,
-    ToExecutor, EVENT_ID, PROTOCOL_VERSION,
+    ErrorKind, ExecSpec, ExecutorError, FrameReader, FsRequest, JobRequest, Reply, Request, Stdin,
+    ToBroker, ToExecutor, EVENT_ID, PROTOCOL_VERSION,
 };
 use inflight::{InFlight, Refusal};
 use std::sync::Arc;
@@ -42,13 +47,30 @@ pub enum ConnectionEnd {
     Violation(String),
 }
 
-/// Serves `stream` until the broker closes it or breaks the contract.
+/// Serves `stream` until the broker closes it or breaks the contract, with
+/// the process's job table ([`Jobs::process`]).
 pub async fn serve_connection(executor: Arc<Executor>, stream: UnixStream) -> ConnectionEnd {
+    serve_with(executor, Jobs::process(), stream).await
+}
+
+/// [`serve_connection`] with a given job table. After the hello, the
+/// connection receives every completion no broker acknowledged yet.
+pub async fn serve_with(
+    executor: Arc<Executor>,
+    jobs: Arc<Jobs>,
+    stream: UnixStream,
+) -> ConnectionEnd {
     let (mut rd, wr) = stream.into_split();
     let (tx, mut writer) = writer::spawn(wr);
     let mut frames = FrameReader::default();
     let end = match handshake(&mut frames, &mut rd, &tx).await {
-        Ok(()) => serve_requests(executor, &mut frames, &mut rd, &tx).await,
+        Ok(()) => {
+            let attachment = jobs.attach(tx.clone());
+            let conn = (jobs, attachment.conn());
+            let end = serve_requests(executor, conn, &mut frames, &mut rd, &tx).await;
+            drop(attachment);
+            end
+        }
         Err(end) => end,
     };
     if let ConnectionEnd::Violation(reason) = &end {
@@ -96,17 +118,23 @@ async fn handshake<R: AsyncRead + Unpin>(
 /// Work that runs as its own task.
 enum Work {
     Exec(ExecSpec, Option<Upload>),
-    Fs(FsRequest),
+    Fs(FsRequest, FsStreams),
+    Job(JobRequest, Option<Upload>),
 }
+
+/// The job table and this connection's number in it.
+type JobConn = (Arc<Jobs>, u64);
 
 async fn serve_requests<R: AsyncRead + Unpin>(
     executor: Arc<Executor>,
+    jobs: JobConn,
     frames: &mut FrameReader,
     rd: &mut R,
     tx: &mpsc::Sender<ToBroker>,
 ) -> ConnectionEnd {
     let inflight = InFlight::default();
     let uploads = Uploads::default();
+    let downloads = Downloads::default();
     let mut tasks = JoinSet::new();
     let end = loop {
         while tasks.try_join_next().is_some() {}
@@ -134,8 +162,10 @@ async fn serve_requests<R: AsyncRead + Unpin>(
                 uploads.end(id);
                 continue;
             }
-            // No download streams under credit yet; unknown credit is ignored.
-            Request::Credit { .. } => continue,
+            Request::Credit { chunks } => {
+                downloads.grant(id, chunks);
+                continue;
+            }
             Request::Hello { .. } => {
                 let err = ExecutorError::new(ErrorKind::Invalid, "hello was already exchanged");
                 let _ = tx
@@ -146,21 +176,22 @@ async fn serve_requests<R: AsyncRead + Unpin>(
                     .await;
                 continue;
             }
-            Request::Job(_) => {
-                let err = ExecutorError::new(ErrorKind::Invalid, "unsupported request");
-                let _ = tx
-                    .send(ToBroker {
-                        id,
-                        body: Reply::Error(err),
-                    })
-                    .await;
-                continue;
+            Request::Job(request) => {
+                let upload = matches!(
+                    &request,
+                    JobRequest::Start { spec, .. } if spec.stdin == Stdin::Upload
+                )
+                .then(|| uploads.open(id));
+                Work::Job(request, upload)
             }
             Request::Exec(spec) => {
                 let upload = (spec.stdin == Stdin::Upload).then(|| uploads.open(id));
                 Work::Exec(spec, upload)
             }
-            Request::Fs(request) => Work::Fs(request),
+            Request::Fs(request) => {
+                let streams = FsStreams::open(&request, id, &uploads, &downloads);
+                Work::Fs(request, streams)
+            }
         };
         if id == EVENT_ID {
             break ConnectionEnd::Violation(format!(
@@ -185,7 +216,7 @@ async fn serve_requests<R: AsyncRead + Unpin>(
         };
         let replies = Replies::new(id, tx.clone());
         tasks.spawn(run_request(
-            executor.clone(),
+            (executor.clone(), jobs.clone()),
             work,
             cancel,
             (inflight.clone(), uploads.clone()),
@@ -206,7 +237,7 @@ async fn serve_requests<R: AsyncRead + Unpin>(
 
 /// Runs one request and sends its terminal reply.
 async fn run_request(
-    executor: Arc<Executor>,
+    (executor, (jobs, conn)): (Arc<Executor>, JobConn),
     work: Work,
     mut cancel: Cancel,
     (inflight, uploads): (InFlight, Uploads),
@@ -217,13 +248,13 @@ async fn run_request(
         Work::Exec(spec, upload) => exec::run(&executor, spec, upload, &mut cancel, &replies)
             .await
             .map(Reply::Exited),
-        Work::Fs(request) => {
-            let blocking = tokio::task::spawn_blocking(move || fsops::handle(&executor, request));
+        Work::Fs(request, streams) => {
+            fs_work::run(executor, request, streams, &mut cancel, id, &replies).await
+        }
+        Work::Job(request, upload) => {
+            let handled = job_requests::handle(&executor, &jobs, conn, request, upload, &replies);
             tokio::select! {
-                joined = blocking => match joined {
-                    Ok(result) => result.map(Reply::Fs),
-                    Err(e) => Err(ExecutorError::new(ErrorKind::Internal, format!("fs task failed: {e}"))),
-                },
+                result = handled => result,
                 _ = cancel.cancelled() => Err(exec::cancelled()),
             }
         }

@@ -4,7 +4,8 @@ use super::*;
 use crate::ceiling::Ceilings;
 use crate::env::EnvSnapshot;
 use ide_proto::{
-    read_frame, write_frame, EnvSpec, ExitReport, FsReply, JobRequest, RootedPath, Stream,
+    read_frame, write_frame, EnvSpec, ExitReport, FsReply, JobEvent, JobLimits, JobReply,
+    JobRequest, JobStatus, OutputWindow, RootedPath, Stream,
 };
 use std::path::PathBuf;
 use tokio::io::AsyncWriteExt;
@@ -13,12 +14,17 @@ use tokio::task::JoinHandle;
 const LIMIT: Duration = Duration::from_secs(20);
 
 fn start() -> (UnixStream, JoinHandle<ConnectionEnd>) {
+    start_with(Jobs::new())
+}
+
+/// A connection served with the given job table (shared by reconnects).
+fn start_with(jobs: Arc<Jobs>) -> (UnixStream, JoinHandle<ConnectionEnd>) {
     let (ours, theirs) = UnixStream::pair().unwrap();
     let executor = Arc::new(Executor {
         env: EnvSnapshot::capture(),
         ceilings: Ceilings::new(&[PathBuf::from("/")]).unwrap(),
     });
-    (theirs, tokio::spawn(serve_connection(executor, ours)))
+    (theirs, tokio::spawn(serve_with(executor, jobs, ours)))
 }
 
 async fn send(c: &mut UnixStream, id: u64, body: Request) {
@@ -178,27 +184,270 @@ async fn an_exec_streams_output_then_exits() {
     assert_eq!(ended(server).await, ConnectionEnd::Closed);
 }
 
+const LIMITS: JobLimits = JobLimits {
+    max_running: 8,
+    retention_ms: 60_000,
+};
+
+fn start_job(job_id: &str, argv: &[&str]) -> Request {
+    Request::Job(JobRequest::Start {
+        job_id: job_id.into(),
+        owner: None,
+        spec: exec_spec(argv),
+        limits: LIMITS,
+    })
+}
+
+/// The next frame, skipping completion events (returned separately).
+async fn recv_reply(c: &mut UnixStream, events: &mut Vec<JobEvent>) -> ToBroker {
+    loop {
+        let frame = recv(c).await.expect("a frame");
+        match (frame.id, frame.body) {
+            (EVENT_ID, Reply::JobEvent(e)) => events.push(e),
+            (id, body) => return ToBroker { id, body },
+        }
+    }
+}
+
+async fn next_event(c: &mut UnixStream) -> JobEvent {
+    loop {
+        let frame = recv(c).await.expect("a frame");
+        if let (EVENT_ID, Reply::JobEvent(e)) = (frame.id, frame.body) {
+            return e;
+        }
+    }
+}
+
 #[tokio::test]
-async fn jobs_are_unsupported_and_data_for_unknown_ids_is_ignored() {
+async fn data_for_unknown_ids_is_ignored_and_a_duplicate_job_is_refused() {
     let (mut c, _server) = start();
     hello(&mut c).await;
     send(&mut c, 3, Request::Data { data: vec![1, 2] }).await;
     send(&mut c, 3, Request::DataEnd).await;
     send(&mut c, 3, Request::Cancel).await;
-    let job = JobRequest::Start {
-        job_id: "j".into(),
-        owner: None,
-        spec: exec_spec(&["true"]),
-    };
-    send(&mut c, 4, Request::Job(job)).await;
-    let reply = recv(&mut c).await.unwrap();
+    send(&mut c, 4, start_job("j", &["sleep", "100"])).await;
+    let mut events = Vec::new();
+    let reply = recv_reply(&mut c, &mut events).await;
     assert_eq!(reply.id, 4);
+    assert!(
+        matches!(reply.body, Reply::Job(JobReply::Started { ref job_id, .. }) if job_id == "j")
+    );
+    send(
+        &mut c,
+        5,
+        start_job("j", &["touch", "/nonexistent-dir/never"]),
+    )
+    .await;
+    let reply = recv_reply(&mut c, &mut events).await;
+    assert!(
+        matches!(&reply.body, Reply::Error(e) if e.kind == ErrorKind::Exists),
+        "{reply:?}"
+    );
+    send(
+        &mut c,
+        6,
+        Request::Job(JobRequest::Kill { job_id: "j".into() }),
+    )
+    .await;
+    let reply = recv_reply(&mut c, &mut events).await;
     assert_eq!(
         reply.body,
-        Reply::Error(ExecutorError::new(
-            ErrorKind::Invalid,
-            "unsupported request"
-        ))
+        Reply::Job(JobReply::Kill {
+            killed: true,
+            remote: false,
+            status: JobStatus::Killed
+        })
+    );
+    let JobEvent::Finished(done) = next_event(&mut c).await;
+    assert_eq!(
+        (done.job_id.as_str(), done.status),
+        ("j", JobStatus::Killed)
+    );
+}
+
+#[tokio::test]
+async fn a_job_outlives_its_connection_and_its_completion_waits_for_the_next() {
+    let jobs = Jobs::new();
+    let (mut c, server) = start_with(jobs.clone());
+    hello(&mut c).await;
+    send(
+        &mut c,
+        2,
+        start_job("bg", &["sh", "-c", "sleep 0.3; echo done; echo oops >&2"]),
+    )
+    .await;
+    let mut events = Vec::new();
+    assert!(matches!(
+        recv_reply(&mut c, &mut events).await.body,
+        Reply::Job(JobReply::Started { .. })
+    ));
+    drop(c);
+    assert_eq!(ended(server).await, ConnectionEnd::Closed);
+    // The job finishes while no broker is connected.
+    for _ in 0..400 {
+        if !jobs.table().has_pending_work() || jobs.table().live_host_jobs() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let (mut c, _server) = start_with(jobs.clone());
+    hello(&mut c).await;
+    let JobEvent::Finished(done) = next_event(&mut c).await;
+    assert_eq!(
+        (done.job_id.as_str(), done.status),
+        ("bg", JobStatus::Finished)
+    );
+    let window = OutputWindow::default();
+    send(
+        &mut c,
+        3,
+        Request::Job(JobRequest::Status {
+            job_id: "bg".into(),
+            window,
+            retention_ms: 60_000,
+        }),
+    )
+    .await;
+    let out = recv_reply(&mut c, &mut events).await;
+    assert_eq!(
+        out.body,
+        Reply::Output {
+            stream: Stream::Stdout,
+            data: b"done\n".to_vec()
+        }
+    );
+    let err = recv_reply(&mut c, &mut events).await;
+    assert_eq!(
+        err.body,
+        Reply::Output {
+            stream: Stream::Stderr,
+            data: b"oops\n".to_vec()
+        }
+    );
+    match recv_reply(&mut c, &mut events).await.body {
+        Reply::Job(JobReply::Record(r)) => {
+            assert_eq!(
+                (r.status, r.exit_code, r.stdout.total),
+                (JobStatus::Finished, Some(0), 5)
+            );
+        }
+        other => panic!("expected the record, got {other:?}"),
+    }
+    send(
+        &mut c,
+        4,
+        Request::Job(JobRequest::Ack {
+            job_ids: vec!["bg".into()],
+        }),
+    )
+    .await;
+    assert_eq!(
+        recv_reply(&mut c, &mut events).await.body,
+        Reply::Job(JobReply::Done)
+    );
+    send(
+        &mut c,
+        5,
+        Request::Job(JobRequest::List {
+            retention_ms: 60_000,
+        }),
+    )
+    .await;
+    match recv_reply(&mut c, &mut events).await.body {
+        Reply::Job(JobReply::Summaries(batch)) => assert_eq!(batch[0].job_id, "bg"),
+        other => panic!("expected summaries, got {other:?}"),
+    }
+    assert_eq!(
+        recv_reply(&mut c, &mut events).await.body,
+        Reply::Job(JobReply::Listed { count: 1 })
+    );
+    assert!(
+        events.is_empty(),
+        "the completion was sent twice: {events:?}"
+    );
+    assert!(!jobs.table().has_pending_work());
+}
+
+#[tokio::test]
+async fn a_large_stdin_is_uploaded_before_the_job_starts() {
+    let (mut c, _server) = start();
+    hello(&mut c).await;
+    let mut spec = exec_spec(&["wc", "-c"]);
+    spec.stdin = ide_proto::Stdin::Upload;
+    send(
+        &mut c,
+        2,
+        Request::Job(JobRequest::Start {
+            job_id: "up".into(),
+            owner: None,
+            spec,
+            limits: LIMITS,
+        }),
+    )
+    .await;
+    for _ in 0..3 {
+        send(
+            &mut c,
+            2,
+            Request::Data {
+                data: vec![b'x'; 1000],
+            },
+        )
+        .await;
+    }
+    send(&mut c, 2, Request::DataEnd).await;
+    let mut events = Vec::new();
+    loop {
+        match recv_reply(&mut c, &mut events).await.body {
+            Reply::Credit { .. } => continue,
+            Reply::Job(JobReply::Started { .. }) => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let JobEvent::Finished(done) = next_event(&mut c).await;
+    assert_eq!(done.status, JobStatus::Finished);
+    send(
+        &mut c,
+        3,
+        Request::Job(JobRequest::Status {
+            job_id: "up".into(),
+            window: OutputWindow::default(),
+            retention_ms: 60_000,
+        }),
+    )
+    .await;
+    match recv_reply(&mut c, &mut events).await.body {
+        Reply::Output { data, .. } => assert_eq!(String::from_utf8(data).unwrap().trim(), "3000"),
+        other => panic!("expected output, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_reserved_job_ends_failed_when_its_connection_ends() {
+    let jobs = Jobs::new();
+    let (mut c, server) = start_with(jobs.clone());
+    hello(&mut c).await;
+    let reserve = JobRequest::Reserve {
+        job_id: "vm".into(),
+        owner: None,
+        argv: vec!["uname".into()],
+        max_output_bytes: 100,
+        limits: LIMITS,
+    };
+    send(&mut c, 2, Request::Job(reserve)).await;
+    let mut events = Vec::new();
+    assert!(matches!(
+        recv_reply(&mut c, &mut events).await.body,
+        Reply::Job(JobReply::Started { .. })
+    ));
+    drop(c);
+    assert_eq!(ended(server).await, ConnectionEnd::Closed);
+    let (mut c, _server) = start_with(jobs);
+    hello(&mut c).await;
+    let JobEvent::Finished(done) = next_event(&mut c).await;
+    assert_eq!(
+        (done.job_id.as_str(), done.status),
+        ("vm", JobStatus::Failed)
     );
 }
 

@@ -357,26 +357,12 @@ async fn hot_reload_applies_good_values_and_keeps_the_last_good_on_bad_ones() {
         .external_set("ide", json!({"fs": {"host_roots": []}}))
         .await;
     world.engine.external_set("ide", Value::Null).await;
-    let mut s = status(&world).await;
-    for _ in 0..100 {
-        if s["rejected_reloads"] == 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        s = status(&world).await;
-    }
+    let s = status_when(&world, |s| s["rejected_reloads"] == 3).await;
     assert_eq!(s["rejected_reloads"], 3, "{s}");
 
     // A later good reload clears the error but not the count.
     world.engine.external_set("ide", unjailed()).await;
-    let mut s = status(&world).await;
-    for _ in 0..100 {
-        if s["last_outcome"] == "applied" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        s = status(&world).await;
-    }
+    let s = status_when(&world, |s| s["last_outcome"] == "applied").await;
     assert_eq!(
         s,
         json!({"last_outcome": "applied", "last_error": null, "rejected_reloads": 3})
@@ -448,4 +434,18 @@ async fn an_unreachable_engine_logs_one_error_and_the_worker_keeps_trying() {
         ide.wait_exit(Duration::from_millis(100)).await.is_none(),
         "the worker must not exit"
     );
+}
+
+/// Polls `shell::config-status` (bounded: 5 s) until `done` holds; returns
+/// the last report.
+async fn status_when(world: &World, done: impl Fn(&Value) -> bool) -> Value {
+    let mut s = status(world).await;
+    for _ in 0..100 {
+        if done(&s) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        s = status(world).await;
+    }
+    s
 }

@@ -510,3 +510,43 @@ async fn a_killed_executor_fails_calls_in_flight_with_s216_and_is_replaced() {
     assert_eq!(r["stdout"], "back\n");
     assert!(children(world.ide.pid()).iter().all(|p| *p != executor));
 }
+
+#[tokio::test]
+async fn the_hardened_install_connects_to_a_running_executor() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock_dir = dir.path().join("run");
+    let sock = sock_dir.join("executor.sock");
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .unwrap();
+    let mut executor = std::process::Command::new(ide_tests::binary("ide-executor"))
+        .arg("--listen")
+        .arg(&sock)
+        .arg("--trust-uid")
+        .arg(uid.to_string())
+        .spawn()
+        .expect("start the executor service");
+    assert!(
+        eventually(Duration::from_secs(10), || sock.exists()).await,
+        "the executor did not listen"
+    );
+    let world = boot(Boot {
+        stored: Some(unjailed()),
+        args: vec![
+            "--executor-socket".into(),
+            sock.to_string_lossy().into_owned(),
+        ],
+        ..Boot::default()
+    })
+    .await;
+    let r = world
+        .exec(json!({"command": "echo", "args": ["via socket"]}))
+        .await;
+    assert_eq!(r["stdout"], "via socket\n");
+    assert!(
+        children(world.ide.pid()).is_empty(),
+        "the broker started no executor of its own"
+    );
+    let _ = executor.kill();
+    let _ = executor.wait();
+}

@@ -3,6 +3,7 @@
 //! One module per function family, built as one test binary.
 
 mod config;
+mod confinement;
 mod exec;
 mod fs;
 mod jobs;

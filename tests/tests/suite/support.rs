@@ -69,6 +69,7 @@ pub async fn start(boot: Boot) -> World {
             args: boot.args,
             env,
             cwd: Some(dir.path().to_owned()),
+            ..IdeOptions::default()
         },
     );
     let client = caller(&engine);

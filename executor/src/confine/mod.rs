@@ -1,0 +1,253 @@
+//! Per-spawn confinement: everything between "run this argv" and `exec`
+//! that limits what the command can do and how long its tree can live.
+//!
+//! Security meaning: prepare, then enforce. In the executor, before the
+//! fork, the Landlock ruleset of a confined command is built into an fd
+//! ([`landlock`]), the command's cgroup leaf is made and its `cgroup.procs`
+//! opened ([`cgroup`]), and the seccomp programs were compiled once at
+//! start-up ([`seccomp`]). The child then only replays raw syscalls in a
+//! fixed order ([`sequence`]). A command that asked for confinement this
+//! host cannot enforce never runs ([`ErrorKind::Unconfinable`], S222); every
+//! command, confined or not, gets the seccomp baseline. When a command is
+//! killed (timeout, kill, cancel, the broker gone) its whole tree dies:
+//! `cgroup.kill` where the host has cgroup v2, else the subreaper sweep of
+//! [`orphans`].
+#![forbid(unsafe_code)]
+
+pub mod cgroup;
+pub mod landlock;
+pub mod orphans;
+pub mod probe;
+pub mod seccomp;
+pub mod sequence;
+
+use crate::sys;
+use ide_proto::{Confinement, ErrorKind, ExecutorError};
+use rustix::fd::{AsRawFd, OwnedFd, RawFd};
+use rustix::process::Pid;
+use rustix::thread::CapabilitySet;
+use sequence::{ChildPlan, StepError};
+use std::io;
+use std::sync::OnceLock;
+use tokio::process::{Child, Command};
+
+/// Operator choices from the executor's command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Settings {
+    /// Drop dangerous capabilities (SYS_ADMIN, SYS_MODULE, SYS_PTRACE, …)
+    /// from every command, confined or not.
+    pub drop_capabilities: bool,
+}
+
+/// Capabilities a command loses when [`Settings::drop_capabilities`] is on:
+/// the ones that reach the kernel, other processes' memory, or files past
+/// their permissions.
+pub const DANGEROUS_CAPABILITIES: CapabilitySet = CapabilitySet::from_bits_retain(
+    CapabilitySet::SYS_ADMIN.bits()
+        | CapabilitySet::SYS_MODULE.bits()
+        | CapabilitySet::SYS_RAWIO.bits()
+        | CapabilitySet::SYS_PTRACE.bits()
+        | CapabilitySet::DAC_READ_SEARCH.bits()
+        | CapabilitySet::BPF.bits()
+        | CapabilitySet::PERFMON.bits()
+        | CapabilitySet::SYS_BOOT.bits()
+        | CapabilitySet::MAC_ADMIN.bits()
+        | CapabilitySet::MAC_OVERRIDE.bits()
+        | CapabilitySet::NET_ADMIN.bits()
+        | CapabilitySet::SYS_TIME.bits()
+        | CapabilitySet::SYSLOG.bits(),
+);
+
+/// What the host offers, found once.
+#[derive(Debug)]
+struct Host {
+    programs: seccomp::Programs,
+    /// The kernel's Landlock ABI; `<= 0` when it has none.
+    landlock_abi: i32,
+    cgroups: Option<cgroup::Hierarchy>,
+    /// Without `CAP_SYS_ADMIN` a seccomp filter needs `no_new_privs`.
+    filter_needs_no_new_privs: bool,
+    settings: Settings,
+}
+
+static HOST: OnceLock<Result<Host, String>> = OnceLock::new();
+
+impl Host {
+    fn detect(settings: Settings) -> Result<Host, String> {
+        let programs = seccomp::compile().map_err(|e| format!("seccomp baseline: {e}"))?;
+        let cgroups = cgroup::Hierarchy::detect();
+        if cgroups.is_none() {
+            orphans::adopt_orphans().map_err(|e| format!("PR_SET_CHILD_SUBREAPER: {e}"))?;
+        }
+        let has_sys_admin = rustix::thread::capabilities(None)
+            .map(|c| c.effective.contains(CapabilitySet::SYS_ADMIN))
+            .unwrap_or(false);
+        Ok(Host {
+            programs,
+            landlock_abi: sys::landlock_abi().unwrap_or(0),
+            cgroups,
+            filter_needs_no_new_privs: !has_sys_admin,
+            settings,
+        })
+    }
+}
+
+/// Probes the host and compiles the seccomp programs; call once at start-up
+/// (later calls keep the first settings). Without it the first spawn does
+/// it with default settings.
+pub fn init(settings: Settings) -> Result<(), String> {
+    let host = HOST.get_or_init(|| Host::detect(settings));
+    match host {
+        Ok(h) => {
+            match &h.cgroups {
+                Some(c) => tracing::info!(
+                    "commands run in per-command cgroups beneath {}",
+                    c.dir().display()
+                ),
+                None => tracing::info!(
+                    "no cgroup v2 with cgroup.kill here: sweeping process trees as a subreaper"
+                ),
+            }
+            Ok(())
+        }
+        Err(e) => Err(e.clone()),
+    }
+}
+
+fn host() -> Result<&'static Host, ExecutorError> {
+    HOST.get_or_init(|| Host::detect(Settings::default()))
+        .as_ref()
+        .map_err(|e| ExecutorError::new(ErrorKind::Internal, format!("cannot confine: {e}")))
+}
+
+/// A command's confinement, prepared and not yet enforced.
+#[derive(Debug)]
+pub struct Prepared {
+    host: &'static Host,
+    ruleset: Option<OwnedFd>,
+    leaf: Option<cgroup::Leaf>,
+}
+
+/// Prepares the confinement of one command. `Unconfinable` (nothing may
+/// run) when `confine` asks for Landlock this host cannot enforce.
+pub fn prepare(confine: Option<&Confinement>) -> Result<Prepared, ExecutorError> {
+    let host = host()?;
+    let ruleset = confine
+        .map(|c| landlock::prepare(host.landlock_abi, &c.writable))
+        .transpose()?;
+    let leaf = match &host.cgroups {
+        Some(h) => Some(h.create_leaf().map_err(|e| {
+            ExecutorError::new(
+                ErrorKind::Internal,
+                format!("cannot create the command's cgroup: {e}"),
+            )
+        })?),
+        None => None,
+    };
+    Ok(Prepared {
+        host,
+        ruleset,
+        leaf,
+    })
+}
+
+impl Prepared {
+    /// True when the command runs under Landlock.
+    pub fn confined(&self) -> bool {
+        self.ruleset.is_some()
+    }
+
+    /// Spawns `cmd` with the child sequence installed; `cwd` is a directory
+    /// fd that stays open until this returns. The ruleset fd is closed here
+    /// once the child has it.
+    pub fn spawn(self, cmd: &mut Command, cwd: Option<RawFd>) -> io::Result<(Child, Guard)> {
+        let host = self.host;
+        let confined = self.confined();
+        let main = match (confined, host.landlock_abi < 3) {
+            (true, true) => &host.programs.confined_with_truncate,
+            (true, false) => &host.programs.confined,
+            (false, _) => &host.programs.baseline,
+        };
+        let plan = ChildPlan {
+            parent: rustix::process::getpid(),
+            cgroup_procs: self.leaf.as_ref().map(cgroup::Leaf::procs_fd),
+            cwd,
+            drop_capabilities: host.settings.drop_capabilities,
+            no_new_privs: confined
+                || host.settings.drop_capabilities
+                || host.filter_needs_no_new_privs,
+            landlock: self.ruleset.as_ref().map(AsRawFd::as_raw_fd),
+            seccomp: [&host.programs.guard, main],
+        };
+        sys::install_child_setup(cmd.as_std_mut(), plan);
+        let fallback = self.leaf.is_none();
+        let child = if fallback {
+            let mut spawned = orphans::lock();
+            let child = cmd.spawn()?;
+            if let Some(pid) = child.id() {
+                orphans::register(&mut spawned, pid as i32);
+            }
+            child
+        } else {
+            cmd.spawn()?
+        };
+        let guard = Guard {
+            leaf: self.leaf,
+            pid: child.id().map(|p| p as i32),
+        };
+        Ok((child, guard))
+    }
+}
+
+/// Kills a command's whole tree; held as long as the command's leader.
+#[derive(Debug)]
+pub struct Guard {
+    leaf: Option<cgroup::Leaf>,
+    pid: Option<i32>,
+}
+
+impl Guard {
+    /// SIGKILLs everything the command started. Call it only while `leader`
+    /// is unreaped (the fallback walks the tree from it).
+    pub fn kill_tree(&self, leader: Pid) {
+        match &self.leaf {
+            Some(leaf) => {
+                if let Err(e) = leaf.kill() {
+                    tracing::warn!("cgroup.kill of {} failed: {e}", leaf.dir().display());
+                }
+            }
+            None => orphans::kill_tree(leader),
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let (None, Some(pid)) = (&self.leaf, self.pid) {
+            orphans::forget(pid);
+        }
+    }
+}
+
+/// The error of a spawn whose child sequence failed, if that is what
+/// happened: a confinement step of a confined command is `Unconfinable`
+/// (S222), any other step `Internal` (S216).
+pub fn spawn_error(err: &io::Error, confined: bool) -> Option<ExecutorError> {
+    let StepError { step, errno } = StepError::decode(err.raw_os_error()?)?;
+    let kind = if confined && step.confines() {
+        ErrorKind::Unconfinable
+    } else {
+        ErrorKind::Internal
+    };
+    let mut message = format!("{} failed: {errno}", step.describe());
+    if step == sequence::Step::Landlock && errno == rustix::io::Errno::TOOBIG {
+        message.push_str(" (the command would be nested in more than 16 Landlock domains)");
+    }
+    if kind == ErrorKind::Unconfinable {
+        message.push_str("; the command did not run");
+    }
+    Some(ExecutorError::new(kind, message))
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,88 @@
+//! Atomic replacement of a file: a sibling temp file, then a rename.
+//!
+//! Security meaning: the temp file is created in the already-resolved parent
+//! directory with `O_CREAT | O_EXCL | O_NOFOLLOW` and mode 0600, so it can
+//! neither be a pre-planted symlink nor be read by others while it fills;
+//! it is fsynced and given its final mode before `renameat` puts it in place,
+//! which replaces a symlink at the target instead of writing through it.
+//! Until [`Temp::commit`] succeeds, dropping it removes the temp file, so no
+//! error leaves a half-written file behind.
+#![forbid(unsafe_code)]
+
+use crate::errno::path_error;
+use ide_proto::ExecutorError;
+use rustix::fd::OwnedFd;
+use rustix::fs::{Mode, OFlags, RenameFlags};
+use std::fs::File;
+use std::io::Write;
+
+/// A temp file beside the target, removed on drop unless committed.
+pub struct Temp<'a> {
+    dir: &'a OwnedFd,
+    name: String,
+    file: File,
+    committed: bool,
+}
+
+impl<'a> Temp<'a> {
+    /// Creates `<target>.tmp.<32 hex>` in `dir`.
+    pub fn create(dir: &'a OwnedFd, target: &str) -> Result<Temp<'a>, ExecutorError> {
+        let name = format!("{target}.tmp.{}", uuid::Uuid::new_v4().simple());
+        let fd = rustix::fs::openat(
+            dir,
+            name.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(path_error)?;
+        Ok(Temp {
+            dir,
+            name,
+            file: File::from(fd),
+            committed: false,
+        })
+    }
+
+    /// Appends bytes.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), ExecutorError> {
+        self.file.write_all(bytes).map_err(io_error)
+    }
+
+    /// The open file (for copies).
+    pub fn file(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// Flushes to disk, sets `mode` and renames over `target` (refusing an
+    /// existing target when `replace` is false).
+    pub fn commit(mut self, target: &str, mode: u32, replace: bool) -> Result<(), ExecutorError> {
+        rustix::fs::fsync(&self.file).map_err(path_error)?;
+        rustix::fs::fchmod(&self.file, Mode::from_raw_mode(mode)).map_err(path_error)?;
+        let flags = if replace {
+            RenameFlags::empty()
+        } else {
+            RenameFlags::NOREPLACE
+        };
+        rustix::fs::renameat_with(self.dir, self.name.as_str(), self.dir, target, flags)
+            .map_err(path_error)?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for Temp<'_> {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ =
+                rustix::fs::unlinkat(self.dir, self.name.as_str(), rustix::fs::AtFlags::empty());
+        }
+    }
+}
+
+/// An `std::io` failure of a temp file as an executor error.
+pub fn io_error(e: std::io::Error) -> ExecutorError {
+    match e.raw_os_error() {
+        Some(code) => path_error(rustix::io::Errno::from_raw_os_error(code)),
+        None => ExecutorError::new(ide_proto::ErrorKind::Internal, format!("i/o error: {e}")),
+    }
+}
