@@ -28,16 +28,29 @@ pub fn planned_drop(
     spawns_executor: bool,
     broker_user: &str,
 ) -> Result<Option<BrokerUser>, String> {
-    if running_as_root && spawns_executor {
+    if running_as_root && spawns_executor && !keeps_root(broker_user) {
         resolve(broker_user).map(Some)
     } else {
         Ok(None)
     }
 }
 
+/// `--broker-user root` (or `0`) keeps the broker root: then it can start a
+/// new executor itself when one dies, at the price of an engine-facing
+/// process with every privilege. Only for hosts where that trade is wanted.
+fn keeps_root(broker_user: &str) -> bool {
+    matches!(broker_user.trim(), "root" | "0")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn root_as_the_broker_user_means_no_drop() {
+        assert_eq!(planned_drop(true, true, "root"), Ok(None));
+        assert_eq!(planned_drop(true, true, "0"), Ok(None));
+    }
 
     #[test]
     fn only_a_root_broker_that_spawns_its_executor_drops() {

@@ -473,7 +473,14 @@ async fn sandbox_targets_are_forwarded_to_sandbox_exec() {
 
 #[tokio::test]
 async fn a_killed_executor_fails_calls_in_flight_with_s216_and_is_replaced() {
-    let world = boot_with(unjailed()).await;
+    // A broker that dropped root cannot start a root executor again (it is
+    // restarted by its service manager instead); one that keeps root can.
+    let world = boot(Boot {
+        stored: Some(unjailed()),
+        args: vec!["--broker-user".into(), "root".into()],
+        ..Boot::default()
+    })
+    .await;
     assert_eq!(world.exec(json!({"command": "true"})).await["exit_code"], 0);
     let executors = children(world.ide.pid());
     assert_eq!(executors.len(), 1, "one executor child: {executors:?}");
