@@ -192,9 +192,9 @@ mod tests {
     fn the_tree_has_planted_matches_binaries_and_depth() {
         let dir = tempfile::tempdir().unwrap();
         let planted = make_tree(dir.path(), 200, 1);
-        // Files 3, 53, 103, 153 carry needles; 53 and 153 are .txt files
-        // (outside the globs), so two files of three lines count.
-        assert_eq!(planted, 6);
+        // Files 3, 53, 103, 153 carry three needle lines each; only 53 is a
+        // .txt file (outside the globs), so three files count.
+        assert_eq!(planted, 9);
         let blob = std::fs::read(dir.path().join("m7/s0/d0/blob_7.bin")).unwrap();
         assert!(blob.iter().take(8192).any(|b| *b == 0));
         let text = std::fs::read_to_string(dir.path().join("m3/s0/d0/file_3.rs")).unwrap();
