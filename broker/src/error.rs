@@ -137,6 +137,23 @@ impl ShellError {
         )
     }
 
+    /// A path refused for where it lies (`S215` outside the jail, `S220`
+    /// outside the session), ending in the machine hint a harness turns into
+    /// an access request: ` filesystem_access_request={"v":1,…}`.
+    pub fn outside(class: Class, caller_path: &str, reason: &str, requested_root: &str) -> Self {
+        let code = format!("S{}", class.digits());
+        let quote = |s: &str| serde_json::Value::from(s).to_string();
+        Self::new(
+            class,
+            format!(
+                "{caller_path}: {reason} filesystem_access_request={{\"v\":1,\"requested_root\":{},\"attempted_path\":{},\"error_code\":{}}}",
+                quote(requested_root),
+                quote(caller_path),
+                quote(&code),
+            ),
+        )
+    }
+
     /// The spec's denylist rejection: a plain message, no S-code.
     pub fn denylisted(pattern: &str) -> Self {
         Self {
@@ -196,6 +213,20 @@ impl From<ShellError> for iii_sdk::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_outside_path_ends_in_a_parseable_access_request() {
+        let e = ShellError::outside(Class::OutsideScope, "a\"b", "outside", "/srv/x");
+        assert_eq!(e.code().as_deref(), Some("S220"));
+        let (text, hint) = e.message.split_once(" filesystem_access_request=").unwrap();
+        assert_eq!(text, "a\"b: outside");
+        let hint: serde_json::Value = serde_json::from_str(hint).unwrap();
+        assert_eq!(
+            hint,
+            serde_json::json!({"v": 1, "requested_root": "/srv/x", "attempted_path": "a\"b", "error_code": "S220"})
+        );
+        assert!(e.message.ends_with(r#""error_code":"S220"}"#));
+    }
 
     #[test]
     fn codes_are_the_spec_table() {

@@ -16,4 +16,5 @@ pub mod functions;
 pub mod jobs;
 pub mod policy;
 pub mod privilege;
+pub mod scope;
 pub mod target;

@@ -9,7 +9,8 @@
 #![forbid(unsafe_code)]
 
 use crate::errno::path_error;
-use ide_proto::{ErrorKind, ExecutorError};
+use crate::resolve::Backend;
+use ide_proto::{ErrorKind, ExecutorError, RootedPath};
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, CWD};
 use std::io;
@@ -51,6 +52,22 @@ impl Ceilings {
 /// the ceilings; see [`open_root_canonical`].
 pub fn open_root(root: &str, ceilings: &Ceilings) -> Result<OwnedFd, ExecutorError> {
     open_root_canonical(root, ceilings).map(|(fd, _)| fd)
+}
+
+/// Opens the directory a [`RootedPath`]'s remainder is resolved beneath:
+/// its root (checked against the ceilings), then, for a session-scoped
+/// path, its anchor resolved beneath the root like any caller path, so
+/// neither a swapped symlink in the anchor nor the remainder leaves the root.
+pub fn open_anchor(
+    path: &RootedPath,
+    ceilings: &Ceilings,
+    backend: Backend,
+) -> Result<OwnedFd, ExecutorError> {
+    let root = open_root(&path.root, ceilings)?;
+    if path.anchor.is_empty() {
+        return Ok(root);
+    }
+    backend.resolve(root.as_fd(), &path.anchor, OFlags::PATH | OFlags::DIRECTORY)
 }
 
 /// Opens `root` (absolute; symlinks in it are followed, since the ceiling

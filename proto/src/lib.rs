@@ -15,7 +15,7 @@ pub use frame::{read_frame, write_frame, FrameError, FrameReader, MAX_FRAME_LEN}
 pub use message::*;
 
 /// Bumped on every incompatible change; the executor refuses any other value.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Largest payload chunk either side puts in one frame (output, file bodies),
 /// well below [`MAX_FRAME_LEN`] so a chunk plus its envelope always fits.

@@ -1,13 +1,15 @@
 //! Running a command on the host: build the executor spec from one policy
 //! snapshot, stream the output back, shape the spec's response.
 
-use super::confine::{confinement, WriteScope};
+use super::confine::confinement;
 use super::request::ExecRequest;
 use super::response::ExecResponse;
 use crate::app::App;
 use crate::error::ShellError;
 use crate::executor::ReplyStream;
-use crate::policy::{check_call_env, Policy};
+use crate::policy::session::SessionScope;
+use crate::policy::{check_call_env, PathKind, Policy};
+use crate::scope::{self, ExecScope};
 use ide_proto::{
     EnvSpec, ErrorKind, ExecSpec, ExitReport, Reply, Request, RootedPath, Stdin, Stream,
 };
@@ -25,43 +27,37 @@ pub struct Prepared {
     upload: Option<Vec<u8>>,
 }
 
-/// The working directory: per-call `cwd`, else the configured `working_dir`,
-/// else the executor's own. Returns the caller's string for error wording.
+/// The working directory: per-call `cwd` (relative to the session root when
+/// scoped), else the session root, else the configured `working_dir`, else
+/// the executor's own. Returns the caller's string for error wording.
 fn working_dir(
     policy: &Policy,
     cwd: Option<&str>,
+    scope: Option<&SessionScope>,
 ) -> Result<Option<(RootedPath, String)>, ShellError> {
-    let raw = match cwd {
-        Some(raw) => raw.to_owned(),
-        None => match policy.working_dir() {
+    let raw = match (cwd, scope) {
+        (Some(raw), _) => raw.to_owned(),
+        (None, Some(scope)) => scope.root.clone(),
+        (None, None) => match policy.working_dir() {
             Some(dir) if !dir.is_empty() => dir.to_owned(),
             _ => return Ok(None),
         },
     };
-    let rooted = policy.jail().resolve(&raw)?;
+    let rooted = policy.jail().resolve_in(&raw, scope, PathKind::Dir)?;
     Ok(Some((rooted, raw)))
 }
 
-/// Builds what the executor runs for an unscoped call; see [`prepare_scoped`].
+/// Builds what the executor runs; every policy decision is made here. A
+/// call with a session `scope` is write-confined when the scope says so
+/// ([`super::confine`]).
 pub fn prepare(
     policy: &Policy,
     req: &ExecRequest,
     timeout_ms: u64,
-) -> Result<Prepared, ShellError> {
-    prepare_scoped(policy, req, timeout_ms, None)
-}
-
-/// Builds what the executor runs; every policy decision is made here. A
-/// call with a session `scope` is write-confined when the policy says so
-/// ([`super::confine`]).
-pub fn prepare_scoped(
-    policy: &Policy,
-    req: &ExecRequest,
-    timeout_ms: u64,
-    scope: Option<&WriteScope>,
+    scope: Option<&ExecScope>,
 ) -> Result<Prepared, ShellError> {
     check_call_env(&req.env)?;
-    let cwd = working_dir(policy, req.cwd.as_deref())?;
+    let cwd = working_dir(policy, req.cwd.as_deref(), scope.map(|s| &s.session))?;
     let spec = ExecSpec {
         argv: req.argv.clone(),
         env: EnvSpec {
@@ -81,7 +77,7 @@ pub fn prepare_scoped(
         },
         timeout_ms,
         max_output_bytes: policy.max_output_bytes(),
-        confine: confinement(policy, scope),
+        confine: confinement(policy, scope.and_then(|s| s.write.as_ref())),
     };
     let upload = match spec.stdin {
         Stdin::Upload => req.stdin.as_ref().map(|s| s.as_bytes().to_vec()),
@@ -120,7 +116,8 @@ pub fn spawn_error(err: ide_proto::ExecutorError, cwd: Option<&str>) -> ShellErr
 /// `shell::exec` on the host.
 pub async fn run(app: &App, policy: &Policy, req: ExecRequest) -> Result<ExecResponse, ShellError> {
     let (timeout_ms, clamped) = policy.effective_timeout(req.timeout_ms);
-    let prepared = prepare(policy, &req, timeout_ms)?;
+    let scope = scope::for_exec(app, policy, req.fs_scope.clone()).await?;
+    let prepared = prepare(policy, &req, timeout_ms, scope.as_ref())?;
     let cap = prepared.spec.max_output_bytes;
     let (mut stream, cwd) = send(app, prepared, Request::Exec).await?;
     let mut stdout = Vec::new();

@@ -6,6 +6,7 @@
 //! wrong shape must get the spec's `S210` with a hint, not a serde error.
 
 use crate::error::ShellError;
+use crate::scope::{self, ScopeRequest};
 use crate::target::Target;
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
@@ -47,6 +48,8 @@ pub struct ExecRequest {
     /// True when the caller supplied any host-only field (`cwd`/`env`/`stdin`),
     /// even an empty one.
     pub has_host_only_fields: bool,
+    /// The harness's session scope, not yet checked; a sandbox target drops it.
+    pub fs_scope: Option<ScopeRequest>,
 }
 
 /// Parses the payload of `op` (`exec` or `exec_bg`).
@@ -61,6 +64,7 @@ pub fn parse(op: &str, input: &Value) -> Result<ExecRequest, ShellError> {
     let env = env(obj)?;
     let target = Target::parse(obj.get("target"))?;
     let has_host_only_fields = cwd.is_some() || stdin.is_some() || !env.is_empty();
+    let fs_scope = scope::parse(input)?;
     Ok(ExecRequest {
         argv,
         timeout_ms,
@@ -69,6 +73,7 @@ pub fn parse(op: &str, input: &Value) -> Result<ExecRequest, ShellError> {
         stdin,
         target,
         has_host_only_fields,
+        fs_scope,
     })
 }
 
@@ -240,6 +245,17 @@ mod tests {
         let r = p(json!({"command": "ls", "_caller_worker_id": "w", "fs_scope": null})).unwrap();
         assert_eq!(r.argv, ["ls"]);
         assert!(!r.has_host_only_fields);
+        assert_eq!(r.fs_scope, None);
+    }
+
+    #[test]
+    fn a_scope_is_read_but_is_not_a_host_only_field() {
+        let r = p(json!({"command": "ls", "fs_scope": {"root": "/w", "boundary": "workspace"}}))
+            .unwrap();
+        assert!(!r.has_host_only_fields);
+        assert_eq!(r.fs_scope.map(|s| s.root).as_deref(), Some("/w"));
+        let bad = p(json!({"command": "ls", "fs_scope": {"root": "/w"}})).unwrap_err();
+        assert_eq!(bad.code().as_deref(), Some("S210"));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::request::{ChmodRequest, MkdirRequest, MvRequest, RmRequest};
 use super::response::{ChmodResponse, MkdirResponse, MvResponse, RmResponse};
 use crate::app::App;
 use crate::error::ShellError;
-use crate::policy::Policy;
+use crate::policy::CallPolicy;
 use ide_proto::{ExecutorError, FsOp, FsReply, Reply, MV_DESTINATION};
 
 /// The default mode of a new directory.
@@ -22,7 +22,7 @@ const DIR_MODE: u32 = 0o755;
 /// `mkdir` on the host.
 pub async fn mkdir(
     app: &App,
-    policy: &Policy,
+    policy: &CallPolicy,
     req: MkdirRequest,
 ) -> Result<MkdirResponse, ShellError> {
     let mode = mode::parse(policy, req.mode.as_deref(), DIR_MODE)?;
@@ -47,7 +47,7 @@ pub async fn mkdir(
 }
 
 /// `rm` on the host.
-pub async fn rm(app: &App, policy: &Policy, req: RmRequest) -> Result<RmResponse, ShellError> {
+pub async fn rm(app: &App, policy: &CallPolicy, req: RmRequest) -> Result<RmResponse, ShellError> {
     let rooted = resolve(policy, &req.path)?;
     let op = FsOp::Rm {
         path: rooted,
@@ -67,7 +67,7 @@ pub async fn rm(app: &App, policy: &Policy, req: RmRequest) -> Result<RmResponse
 /// `chmod` on the host.
 pub async fn chmod(
     app: &App,
-    policy: &Policy,
+    policy: &CallPolicy,
     req: ChmodRequest,
 ) -> Result<ChmodResponse, ShellError> {
     let mode = mode::parse(policy, Some(&req.mode), 0)?;
@@ -91,7 +91,7 @@ pub async fn chmod(
 }
 
 /// `mv` on the host.
-pub async fn mv(app: &App, policy: &Policy, req: MvRequest) -> Result<MvResponse, ShellError> {
+pub async fn mv(app: &App, policy: &CallPolicy, req: MvRequest) -> Result<MvResponse, ShellError> {
     let src = resolve(policy, &req.src)?;
     let dst = resolve(policy, &req.dst)?;
     let op = FsOp::Mv {

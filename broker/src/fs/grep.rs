@@ -14,7 +14,7 @@ use super::response::{GrepMatchOut, GrepResponse};
 use super::search::{check, next_batch};
 use crate::app::App;
 use crate::error::ShellError;
-use crate::policy::Policy;
+use crate::policy::CallPolicy;
 use ide_proto::{FsOp, GrepMatch, GrepSearch, RootedPath, WalkFilter};
 
 /// Matches returned when the caller does not say (or says 0).
@@ -29,7 +29,7 @@ pub const MAX_LINE_BYTES: u64 = 256 * 1024;
 /// `grep` on the host.
 pub async fn grep(
     app: &App,
-    policy: &Policy,
+    policy: &CallPolicy,
     req: GrepRequest,
 ) -> Result<GrepResponse, ShellError> {
     check(&req.pattern, &req.include_glob, &req.exclude_glob)?;
@@ -60,8 +60,8 @@ pub async fn grep(
     while let Some(batch) = next_batch::<GrepMatch>(&mut download, &req.path).await? {
         for found in batch {
             let file = RootedPath {
-                root: rooted.root.clone(),
                 rel: join_rel(&rooted.rel, &found.file),
+                ..rooted.clone()
             };
             if policy.jail().is_protected(&file) {
                 continue;

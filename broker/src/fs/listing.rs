@@ -6,7 +6,7 @@ use super::request::{LsRequest, PathRequest};
 use super::response::{EntryOut, LsResponse};
 use crate::app::App;
 use crate::error::ShellError;
-use crate::policy::Policy;
+use crate::policy::CallPolicy;
 use ide_proto::{FsOp, FsReply, Reply};
 
 /// Entries per page when the caller does not say.
@@ -24,7 +24,7 @@ pub fn paging(page: Option<u32>, page_size: Option<u32>) -> (u32, u32) {
 }
 
 /// `ls` on the host.
-pub async fn ls(app: &App, policy: &Policy, req: LsRequest) -> Result<LsResponse, ShellError> {
+pub async fn ls(app: &App, policy: &CallPolicy, req: LsRequest) -> Result<LsResponse, ShellError> {
     let rooted = resolve(policy, &req.path)?;
     let (page, page_size) = paging(req.page, req.page_size);
     let offset = u64::from(page - 1) * u64::from(page_size);
@@ -47,7 +47,11 @@ pub async fn ls(app: &App, policy: &Policy, req: LsRequest) -> Result<LsResponse
 }
 
 /// `stat` on the host.
-pub async fn stat(app: &App, policy: &Policy, req: PathRequest) -> Result<EntryOut, ShellError> {
+pub async fn stat(
+    app: &App,
+    policy: &CallPolicy,
+    req: PathRequest,
+) -> Result<EntryOut, ShellError> {
     let rooted = resolve(policy, &req.path)?;
     match app
         .executor

@@ -27,7 +27,8 @@ mod write;
 use crate::app::App;
 use crate::engine::{register, schema_for, FunctionSpec};
 use crate::error::ShellError;
-use crate::policy::Policy;
+use crate::policy::{CallPolicy, Policy};
+use crate::scope;
 use crate::target::Target;
 use iii_sdk::IIIClient;
 use request::{parse, Targeted};
@@ -114,42 +115,95 @@ pub async fn call(app: &App, op: Op, input: &Value) -> Result<Value, ShellError>
     let policy = app.snapshot();
     let p = &policy;
     match op {
-        Op::Ls => route(app, p, op, input, |r| listing::ls(app, p, r)).await,
-        Op::Stat => route(app, p, op, input, |r| listing::stat(app, p, r)).await,
-        Op::Mkdir => route(app, p, op, input, |r| change::mkdir(app, p, r)).await,
-        Op::Rm => route(app, p, op, input, |r| change::rm(app, p, r)).await,
-        Op::Chmod => route(app, p, op, input, |r| change::chmod(app, p, r)).await,
-        Op::Mv => route(app, p, op, input, |r| change::mv(app, p, r)).await,
-        Op::Grep => route(app, p, op, input, |r| grep::grep(app, p, r)).await,
-        Op::Sed => route(app, p, op, input, |r| sed::sed(app, p, r)).await,
-        Op::Write => {
-            route(app, p, op, input, |r| async move {
-                write::write(app, p, write::plan(r)?).await
+        Op::Ls => {
+            route(app, p, op, input, |r, c| async move {
+                listing::ls(app, &c, r).await
             })
             .await
         }
-        Op::Read => route(app, p, op, input, |r| read::read(app, p, r)).await,
+        Op::Stat => {
+            route(app, p, op, input, |r, c| async move {
+                listing::stat(app, &c, r).await
+            })
+            .await
+        }
+        Op::Mkdir => {
+            route(app, p, op, input, |r, c| async move {
+                change::mkdir(app, &c, r).await
+            })
+            .await
+        }
+        Op::Rm => {
+            route(app, p, op, input, |r, c| async move {
+                change::rm(app, &c, r).await
+            })
+            .await
+        }
+        Op::Chmod => {
+            route(app, p, op, input, |r, c| async move {
+                change::chmod(app, &c, r).await
+            })
+            .await
+        }
+        Op::Mv => {
+            route(app, p, op, input, |r, c| async move {
+                change::mv(app, &c, r).await
+            })
+            .await
+        }
+        Op::Grep => {
+            route(app, p, op, input, |r, c| async move {
+                grep::grep(app, &c, r).await
+            })
+            .await
+        }
+        Op::Sed => {
+            route(app, p, op, input, |r, c| async move {
+                sed::sed(app, &c, r).await
+            })
+            .await
+        }
+        Op::Write => {
+            route(app, p, op, input, |r, c| async move {
+                write::write(app, &c, write::plan(r)?).await
+            })
+            .await
+        }
+        Op::Read => {
+            route(app, p, op, input, |r, c| async move {
+                read::read(app, &c, r).await
+            })
+            .await
+        }
     }
 }
 
-/// Parses the payload (`S210` when malformed), then runs it on the host or
-/// forwards it to the sandbox it targets.
+/// Parses the payload (`S210` when malformed), then runs it on the host
+/// under the call's validated session scope, or forwards it to the sandbox
+/// it targets (where the harness's host scope means nothing).
 async fn route<R, F, Fut, T>(
     app: &App,
-    policy: &Policy,
+    policy: &Arc<Policy>,
     op: Op,
     input: &Value,
     host: F,
 ) -> Result<Value, ShellError>
 where
     R: DeserializeOwned + Targeted,
-    F: FnOnce(R) -> Fut,
+    F: FnOnce(R, CallPolicy) -> Fut,
     Fut: Future<Output = Result<T, ShellError>>,
     T: Serialize,
 {
     let req: R = parse(op.name(), input)?;
+    let scope = scope::parse(input)?;
     match req.target()? {
-        Target::Host => json(host(req).await?),
+        Target::Host => {
+            let scope = match scope {
+                Some(s) => Some(scope::validate(app, policy, s, scope::Surface::Fs).await?),
+                None => None,
+            };
+            json(host(req, CallPolicy::new(policy.clone(), scope)).await?)
+        }
         Target::Sandbox { sandbox_id } => {
             req.check_sandbox()?;
             sandbox::forward(app, policy, op.name(), input, &sandbox_id).await

@@ -11,12 +11,13 @@
 #![forbid(unsafe_code)]
 
 use crate::error::{Class, ShellError};
-use crate::policy::Policy;
+use crate::policy::{CallPolicy, PathKind, Policy};
 use ide_proto::{ErrorKind, ExecutorError, FsOp, FsRequest, Request, RootedPath};
 
-/// Resolves a caller's path through the jail and refuses protected paths.
-pub fn resolve(policy: &Policy, raw: &str) -> Result<RootedPath, ShellError> {
-    let rooted = policy.jail().resolve(raw)?;
+/// Resolves a caller's path through the jail and the call's session scope,
+/// and refuses protected paths.
+pub fn resolve(policy: &CallPolicy, raw: &str) -> Result<RootedPath, ShellError> {
+    let rooted = policy.resolve(raw, PathKind::Any)?;
     if policy.jail().is_protected(&rooted) {
         return Err(ShellError::not_found(raw));
     }
@@ -62,7 +63,8 @@ pub fn join_rel(rel: &str, file: &str) -> String {
 /// collapsed, for results that report where a file is.
 pub fn absolute(rooted: &RootedPath, file: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
-    let joined = format!("{}/{}", rooted.root, join_rel(&rooted.rel, file));
+    let beneath = join_rel(&rooted.anchor, &join_rel(&rooted.rel, file));
+    let joined = format!("{}/{}", rooted.root, beneath);
     for part in joined.split('/') {
         match part {
             "" | "." => {}
@@ -80,10 +82,7 @@ mod tests {
     use super::*;
 
     fn rooted(root: &str, rel: &str) -> RootedPath {
-        RootedPath {
-            root: root.into(),
-            rel: rel.into(),
-        }
+        RootedPath::new(root, rel)
     }
 
     #[test]

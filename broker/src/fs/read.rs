@@ -14,7 +14,7 @@ use super::request::PathRequest;
 use super::response::{ReadRef, ReadResponse};
 use crate::app::App;
 use crate::error::ShellError;
-use crate::policy::Policy;
+use crate::policy::CallPolicy;
 use ide_proto::{FsOp, ReadHeader};
 use iii_sdk::channels::ChannelWriter;
 use serde_json::json;
@@ -22,7 +22,7 @@ use serde_json::json;
 /// `read` on the host.
 pub async fn read(
     app: &App,
-    policy: &Policy,
+    policy: &CallPolicy,
     req: PathRequest,
 ) -> Result<ReadResponse, ShellError> {
     let rooted = resolve(policy, &req.path)?;

@@ -16,7 +16,7 @@ use super::response::{SedResponse, SedResult};
 use super::search::{check, next_batch};
 use crate::app::App;
 use crate::error::ShellError;
-use crate::policy::Policy;
+use crate::policy::CallPolicy;
 use ide_proto::{operand_of, FsOp, FsReply, Reply, RootedPath, SedEdit, SedOutcome, WalkFilter};
 
 /// The size cap of an edited file when `fs.max_read_bytes` is 0.
@@ -33,7 +33,11 @@ struct Operand {
 }
 
 /// `sed` on the host.
-pub async fn sed(app: &App, policy: &Policy, req: SedRequest) -> Result<SedResponse, ShellError> {
+pub async fn sed(
+    app: &App,
+    policy: &CallPolicy,
+    req: SedRequest,
+) -> Result<SedResponse, ShellError> {
     check(&req.pattern, &req.include_glob, &req.exclude_glob)?;
     if !req.regex && req.pattern.is_empty() {
         return Err(ShellError::invalid("pattern is empty"));
@@ -107,7 +111,7 @@ pub async fn sed(app: &App, policy: &Policy, req: SedRequest) -> Result<SedRespo
 /// protected ones, named by absolute path.
 async fn walk(
     app: &App,
-    policy: &Policy,
+    policy: &CallPolicy,
     raw: &str,
     req: &SedRequest,
 ) -> Result<Vec<Operand>, ShellError> {
@@ -125,8 +129,8 @@ async fn walk(
     while let Some(batch) = next_batch::<String>(&mut download, raw).await? {
         for file in batch {
             let file_rooted = RootedPath {
-                root: rooted.root.clone(),
                 rel: join_rel(&rooted.rel, &file),
+                ..rooted.clone()
             };
             if policy.jail().is_protected(&file_rooted) {
                 continue;
@@ -167,10 +171,7 @@ mod tests {
     fn operand(rel_len: usize) -> Operand {
         Operand {
             shown: String::new(),
-            rooted: RootedPath {
-                root: "/r".into(),
-                rel: "x".repeat(rel_len),
-            },
+            rooted: RootedPath::new("/r", "x".repeat(rel_len)),
         }
     }
 

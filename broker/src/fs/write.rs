@@ -17,7 +17,7 @@ use super::response::{WriteResponse, WrittenFile};
 use crate::app::App;
 use crate::error::{Class, ShellError};
 use crate::executor::Uploader;
-use crate::policy::Policy;
+use crate::policy::CallPolicy;
 use ide_proto::{FsOp, FsReply, Reply, RootedPath, CHUNK_LEN};
 use iii_sdk::channels::{ChannelDirection, ChannelReader, StreamChannelRef};
 use serde_json::Value;
@@ -125,7 +125,11 @@ pub fn plan(req: WriteRequest) -> Result<Plan, ShellError> {
 }
 
 /// `write` on the host: every entry is checked before the first is written.
-pub async fn write(app: &App, policy: &Policy, plan: Plan) -> Result<WriteResponse, ShellError> {
+pub async fn write(
+    app: &App,
+    policy: &CallPolicy,
+    plan: Plan,
+) -> Result<WriteResponse, ShellError> {
     let mut checked = Vec::with_capacity(plan.entries.len());
     for entry in &plan.entries {
         let mode = mode::parse(policy, entry.mode.as_deref(), FILE_MODE)?;
@@ -172,7 +176,7 @@ fn too_large(raw: &str, cap: u64) -> ShellError {
 /// early answer (the executor refuses or fails before the body ends).
 async fn upload(
     app: &App,
-    policy: &Policy,
+    policy: &CallPolicy,
     entry: &Entry,
     rooted: RootedPath,
     mode: u32,

@@ -15,6 +15,7 @@ use crate::app::App;
 use crate::error::ShellError;
 use crate::exec::{self, host, request::ExecRequest};
 use crate::policy::Policy;
+use crate::scope;
 use crate::target::Target;
 use ide_proto::{JobLimits, JobReply, JobRequest, RemoteEnd, Reply, Request, Stream, CHUNK_LEN};
 use serde_json::Value;
@@ -58,7 +59,8 @@ async fn start_host(
     owner: Option<String>,
 ) -> Result<(), ShellError> {
     let timeout_ms = policy.bg_timeout().map_or(0, duration_ms);
-    let prepared = host::prepare(policy, &req, timeout_ms)?;
+    let scope = scope::for_exec(app, policy, req.fs_scope.clone()).await?;
+    let prepared = host::prepare(policy, &req, timeout_ms, scope.as_ref())?;
     let limits = limits(policy);
     let (mut stream, cwd) = host::send(app, prepared, |spec| {
         Request::Job(JobRequest::Start {

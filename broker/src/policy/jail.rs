@@ -16,6 +16,7 @@ use ide_proto::RootedPath;
 
 use super::globs;
 use super::lexical::{is_beneath, join, normalize, remainder, stays_beneath};
+use super::session::SessionScope;
 use crate::config::ConfigError;
 use crate::error::{Class, ShellError};
 
@@ -105,22 +106,20 @@ impl Jail {
     /// Resolves a caller's path; relative paths anchor at the primary root
     /// (and are refused when unjailed).
     pub fn resolve(&self, raw: &str) -> Result<RootedPath, ShellError> {
-        self.resolve_from(raw, None)
+        self.resolve_in(raw, None, PathKind::Any)
     }
 
-    /// Resolves a caller's path with relative paths anchored at `anchor` (a
-    /// session's `fs_scope.root`) instead of the primary root; the result is
-    /// still confined to the jail roots.
-    pub fn resolve_relative_to(&self, raw: &str, anchor: &str) -> Result<RootedPath, ShellError> {
-        if !anchor.starts_with('/') || anchor.contains('\0') {
-            return Err(ShellError::invalid(format!(
-                "{anchor}: anchor directory must be an absolute path"
-            )));
-        }
-        self.resolve_from(raw, Some(anchor))
-    }
-
-    fn resolve_from(&self, raw: &str, anchor: Option<&str>) -> Result<RootedPath, ShellError> {
+    /// Resolves a caller's path for a call that may carry a session scope:
+    /// relative paths anchor at the scope root, and at the `workspace`
+    /// boundary the path must lie beneath the scope root or a grant (`S220`
+    /// otherwise) and is anchored there for the executor. `kind` only
+    /// shapes the access hint of a refusal.
+    pub fn resolve_in(
+        &self,
+        raw: &str,
+        scope: Option<&SessionScope>,
+        kind: PathKind,
+    ) -> Result<RootedPath, ShellError> {
         if raw.is_empty() {
             return Err(ShellError::invalid("path is empty"));
         }
@@ -130,7 +129,7 @@ impl Jail {
         let joined = if raw.starts_with('/') {
             raw.to_owned()
         } else {
-            match anchor.or_else(|| self.primary_root()) {
+            match scope.map(|s| s.root.as_str()).or_else(|| self.primary_root()) {
                 Some(base) => join(base, raw),
                 None => {
                     return Err(ShellError::invalid(format!(
@@ -140,22 +139,55 @@ impl Jail {
             }
         };
         let normal = normalize(&joined);
-        let (root, alias) = self.containing_root(&normal).ok_or_else(|| {
-            ShellError::new(
+        let Some((root, alias)) = self.containing_root(&normal) else {
+            let roots: Vec<&str> = self.roots().collect();
+            return Err(ShellError::outside(
                 Class::Escape,
-                format!("{raw}: path escapes the fs jail roots"),
-            )
-        })?;
+                raw,
+                &format!(
+                    "path escapes the fs jail roots (allowed: {})",
+                    roots.join(", ")
+                ),
+                &requested_dir(&normal, raw, kind),
+            ));
+        };
         if self.denied.iter().any(|d| is_beneath(&normal, d)) {
             return Err(ShellError::not_found(raw));
         }
-        let rel = match remainder(&joined, alias) {
-            Some(own) if stays_beneath(own) => own.trim_start_matches('/'),
-            _ => remainder(&normal, alias).unwrap_or_default(),
+        let rel_of = |base: &str| match remainder(&joined, base) {
+            Some(own) if stays_beneath(own) => own.trim_start_matches('/').to_owned(),
+            _ => remainder(&normal, base).unwrap_or_default().to_owned(),
         };
+        let Some(scope) = scope.filter(|s| s.confines_paths()) else {
+            return Ok(RootedPath::new(root, rel_of(alias)));
+        };
+        // Scope directories are canonical: compare in the root's canonical spelling.
+        let root_normal = normalize(root);
+        let canonical = join(&root_normal, remainder(&normal, alias).unwrap_or_default());
+        let canonical = normalize(&canonical);
+        let Some(dir) = scope
+            .dirs()
+            .filter(|d| is_beneath(&canonical, d))
+            .max_by_key(|d| d.len())
+        else {
+            let dirs: Vec<&str> = scope.dirs().collect();
+            return Err(ShellError::outside(
+                Class::OutsideScope,
+                raw,
+                &format!(
+                    "path is outside this session's fs_scope (root and grants: {})",
+                    dirs.join(", ")
+                ),
+                &requested_dir(&canonical, raw, kind),
+            ));
+        };
+        let anchor = remainder(dir, &root_normal).ok_or_else(|| {
+            ShellError::internal("a session directory lies outside its jail root")
+        })?;
         Ok(RootedPath {
             root: root.to_owned(),
-            rel: rel.to_owned(),
+            anchor: anchor.to_owned(),
+            rel: remainder(&canonical, dir).unwrap_or_default().to_owned(),
         })
     }
 
@@ -183,7 +215,8 @@ impl Jail {
         if self.protected.is_empty() {
             return false;
         }
-        let normal = normalize(&join(&rooted.root, &rooted.rel));
+        let beneath = join(&rooted.anchor, &rooted.rel);
+        let normal = normalize(&join(&rooted.root, &beneath));
         let mut candidates: Vec<&str> = vec![rooted.rel.trim_matches('/')];
         if self.is_jailed() {
             candidates.extend(
@@ -230,6 +263,29 @@ impl Jail {
     }
 }
 
+/// What a path names, for the access hint of a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathKind {
+    /// A working directory: access to the directory itself is what is needed.
+    Dir,
+    /// Any entry: its parent directory is what is needed (unless the caller
+    /// spelled it with a trailing `/`).
+    Any,
+}
+
+/// The directory a harness should ask access for after a refusal of the
+/// normalised path `normal`. Decided on spelling: the broker never touches
+/// the filesystem, and probing outside the jail would be an oracle.
+fn requested_dir(normal: &str, raw: &str, kind: PathKind) -> String {
+    if kind == PathKind::Dir || raw.ends_with('/') || normal == "/" {
+        return normal.to_owned();
+    }
+    match normal.rfind('/') {
+        Some(0) | None => "/".to_owned(),
+        Some(i) => normal[..i].to_owned(),
+    }
+}
+
 fn require_absolute(key: &str, path: &str) -> Result<(), ConfigError> {
     if path.starts_with('/') && !path.contains('\0') {
         Ok(())
@@ -243,6 +299,7 @@ fn require_absolute(key: &str, path: &str) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::session::Boundary;
 
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
@@ -263,10 +320,7 @@ mod tests {
     }
 
     fn rooted(root: &str, rel: &str) -> RootedPath {
-        RootedPath {
-            root: root.into(),
-            rel: rel.into(),
-        }
+        RootedPath::new(root, rel)
     }
 
     fn code(err: ShellError) -> String {
@@ -308,9 +362,12 @@ mod tests {
         ] {
             let err = j.resolve(raw).unwrap_err();
             assert_eq!(err.code().as_deref(), Some("S215"), "{raw}");
-            assert_eq!(
-                err.message,
-                format!("{raw}: path escapes the fs jail roots")
+            assert!(
+                err.message.starts_with(&format!(
+                    "{raw}: path escapes the fs jail roots (allowed: /srv/app) filesystem_access_request="
+                )),
+                "{}",
+                err.message
             );
         }
     }
@@ -439,29 +496,131 @@ mod tests {
         assert_eq!(code(j.resolve("/link/x").unwrap_err()), "S215");
     }
 
+    fn scope(boundary: Boundary, root: &str, grants: &[&str]) -> SessionScope {
+        SessionScope {
+            boundary,
+            root: root.into(),
+            grants: strings(grants),
+        }
+    }
+
+    fn anchored(root: &str, anchor: &str, rel: &str) -> RootedPath {
+        RootedPath {
+            root: root.into(),
+            anchor: anchor.into(),
+            rel: rel.into(),
+        }
+    }
+
     #[test]
-    fn anchored_resolution_stays_in_the_jail() {
+    fn configured_roots_only_anchors_relative_paths() {
         let j = jailed(&["/srv/app"]);
+        let s = scope(Boundary::ConfiguredRoots, "/srv/app/sub", &[]);
+        let any = PathKind::Any;
         assert_eq!(
-            j.resolve_relative_to("x", "/srv/app/sub").unwrap(),
+            j.resolve_in("x", Some(&s), any).unwrap(),
             rooted("/srv/app", "sub/x")
         );
         assert_eq!(
-            code(
-                j.resolve_relative_to("../../../etc", "/srv/app/sub")
-                    .unwrap_err()
-            ),
+            j.resolve_in("/srv/app/other", Some(&s), any).unwrap(),
+            rooted("/srv/app", "other")
+        );
+        assert_eq!(
+            code(j.resolve_in("../../../etc", Some(&s), any).unwrap_err()),
             "S215"
         );
-        assert_eq!(code(j.resolve_relative_to("x", "rel").unwrap_err()), "S210");
         let u = unjailed();
+        let s = scope(Boundary::ConfiguredRoots, "/work", &[]);
         assert_eq!(
-            u.resolve_relative_to("x", "/work").unwrap(),
+            u.resolve_in("x", Some(&s), any).unwrap(),
             rooted("/", "work/x")
         );
         assert_eq!(
-            u.resolve_relative_to("../etc/shadow", "/work").unwrap_err(),
+            u.resolve_in("../etc/shadow", Some(&s), any).unwrap_err(),
             ShellError::not_found("../etc/shadow")
+        );
+    }
+
+    #[test]
+    fn a_workspace_session_is_anchored_beneath_its_root_or_a_grant() {
+        let j = jailed(&["/srv/app"]);
+        let s = scope(Boundary::Workspace, "/srv/app/ws", &["/srv/app/shared/lib"]);
+        let any = PathKind::Any;
+        assert_eq!(
+            j.resolve_in("src/a.rs", Some(&s), any).unwrap(),
+            anchored("/srv/app", "ws", "src/a.rs")
+        );
+        assert_eq!(
+            j.resolve_in("/srv/app/ws", Some(&s), any).unwrap(),
+            anchored("/srv/app", "ws", "")
+        );
+        assert_eq!(
+            j.resolve_in("../shared/lib/x/../y", Some(&s), any).unwrap(),
+            anchored("/srv/app", "shared/lib", "y")
+        );
+    }
+
+    #[test]
+    fn leaving_a_workspace_session_is_s220_inside_the_jail_and_s215_outside() {
+        let j = jailed(&["/srv/app"]);
+        let s = scope(Boundary::Workspace, "/srv/app/ws", &["/srv/app/shared"]);
+        let any = PathKind::Any;
+        for raw in [
+            "../other/f",
+            "/srv/app/other/f",
+            "/srv/app/ws2",
+            "/srv/app",
+            "sub/../../x",
+        ] {
+            let e = j.resolve_in(raw, Some(&s), any).unwrap_err();
+            assert_eq!(e.code().as_deref(), Some("S220"), "{raw}");
+            assert!(
+                e.message.ends_with(&format!(
+                    r#""attempted_path":"{raw}","error_code":"S220"}}"#
+                )),
+                "{}",
+                e.message
+            );
+        }
+        for raw in ["/etc/passwd", "../../../etc", "/srv"] {
+            let e = j.resolve_in(raw, Some(&s), any).unwrap_err();
+            assert_eq!(e.code().as_deref(), Some("S215"), "{raw}");
+        }
+        assert_eq!(
+            j.resolve_in("/srv/app/private/k", Some(&s), any)
+                .unwrap_err(),
+            ShellError::not_found("/srv/app/private/k")
+        );
+        let u = unjailed();
+        let s = scope(Boundary::Workspace, "/work", &[]);
+        let e = u.resolve_in("/etc/hosts", Some(&s), any).unwrap_err();
+        assert_eq!(e.code().as_deref(), Some("S220"));
+    }
+
+    #[test]
+    fn the_access_hint_names_the_directory_to_ask_for() {
+        let j = jailed(&["/srv/app"]);
+        let s = scope(Boundary::Workspace, "/srv/app/ws", &[]);
+        let hint = |raw: &str, kind| {
+            let e = j.resolve_in(raw, Some(&s), kind).unwrap_err();
+            let (_, json) = e.message.split_once("filesystem_access_request=").unwrap();
+            let v: serde_json::Value = serde_json::from_str(json).unwrap();
+            v["requested_root"].as_str().unwrap().to_owned()
+        };
+        assert_eq!(hint("/srv/app/lib/a.rs", PathKind::Any), "/srv/app/lib");
+        assert_eq!(hint("/srv/app/lib/", PathKind::Any), "/srv/app/lib");
+        assert_eq!(hint("/srv/app/lib", PathKind::Dir), "/srv/app/lib");
+        assert_eq!(hint("/etc/x/../passwd", PathKind::Any), "/etc");
+    }
+
+    #[test]
+    fn a_jail_alias_is_compared_in_canonical_spelling() {
+        let j = Jail::new(&strings(&["/link/app"]), &strings(&["/real/app"]), &[], &[]).unwrap();
+        let s = scope(Boundary::Workspace, "/real/app/ws", &[]);
+        assert_eq!(
+            j.resolve_in("/link/app/ws/f", Some(&s), PathKind::Any)
+                .unwrap(),
+            anchored("/real/app", "ws", "f")
         );
     }
 

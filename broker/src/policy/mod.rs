@@ -8,19 +8,22 @@
 //! policy and a bad reload keeps the last-good snapshot.
 #![forbid(unsafe_code)]
 
+pub mod call;
 pub mod denylist;
 pub mod env;
 mod globs;
 pub mod jail;
 mod lexical;
+pub mod session;
 
 use std::time::Duration;
 
 use globset::GlobSet;
 
+pub use call::CallPolicy;
 pub use denylist::Denylist;
 pub use env::check_call_env;
-pub use jail::Jail;
+pub use jail::{Jail, PathKind};
 
 use crate::config::{Config, ConfigError, ExecConfinement};
 

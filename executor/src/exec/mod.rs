@@ -15,9 +15,9 @@ pub mod floor;
 pub mod output;
 pub mod spawn;
 
-use crate::ceiling::open_root;
+use crate::ceiling::open_anchor;
 use crate::request::{Cancel, Replies, Upload};
-use crate::resolve::resolve;
+use crate::resolve::{resolve, Backend};
 use crate::state::Executor;
 use ide_proto::{ErrorKind, ExecSpec, ExecutorError, ExitReport, RootedPath, Stdin, Stream};
 use rustix::fd::{AsFd, OwnedFd};
@@ -190,8 +190,8 @@ pub async fn until(deadline: Option<Instant>) {
 /// Opens the cwd as a directory fd beneath its root. A cwd that exists but is
 /// not a directory is an invalid request (S210), unlike other wrong types.
 fn open_cwd(executor: &Executor, cwd: &RootedPath) -> Result<OwnedFd, ExecutorError> {
-    let root = open_root(&cwd.root, &executor.ceilings).map_err(prefixed)?;
-    resolve(root.as_fd(), &cwd.rel, OFlags::PATH | OFlags::DIRECTORY).map_err(|e| {
+    let anchor = open_anchor(cwd, &executor.ceilings, Backend::current()).map_err(prefixed)?;
+    resolve(anchor.as_fd(), &cwd.rel, OFlags::PATH | OFlags::DIRECTORY).map_err(|e| {
         if e.kind == ErrorKind::WrongType {
             ExecutorError::new(ErrorKind::Invalid, "cwd is not a directory")
         } else {

@@ -246,10 +246,7 @@ async fn a_confined_exec_writes_only_beneath_its_writable_paths() {
 
 fn cwd_spec(root: &std::path::Path, rel: &str) -> ExecSpec {
     let mut s = spec(&["pwd", "-P"]);
-    s.cwd = Some(RootedPath {
-        root: root.to_str().unwrap().into(),
-        rel: rel.into(),
-    });
+    s.cwd = Some(RootedPath::new(root.to_str().unwrap(), rel));
     s
 }
 

@@ -101,8 +101,8 @@ pub fn make_parents(
         None => ("", rel),
     };
     let mut walked = RootedPath {
-        root: path.root.clone(),
         rel: String::new(),
+        ..path.clone()
     };
     let mut dir = at.open(&walked, OFlags::PATH | OFlags::DIRECTORY)?;
     for component in parent.split('/') {

@@ -17,6 +17,7 @@
 pub mod channel;
 mod chmod;
 mod entry;
+mod git_dir;
 mod grep;
 pub mod guard;
 mod ls;
@@ -29,7 +30,7 @@ mod temp;
 mod walk;
 mod write;
 
-use crate::ceiling::{open_root, open_root_canonical, Ceilings};
+use crate::ceiling::{open_anchor, open_root_canonical, Ceilings};
 use crate::errno::path_error;
 use crate::resolve::Backend;
 use crate::state::Executor;
@@ -71,6 +72,9 @@ pub fn handle_with(
                 .collect::<Result<_, _>>()?;
             Ok(FsReply::CanonicalRoots { roots: canonical })
         }
+        FsRequest::GitDir { dir } => Ok(FsReply::GitDir {
+            path: git_dir::git_dir(&dir)?,
+        }),
         FsRequest::Guarded { deny, op } => {
             let at = Beneath { ceilings, backend };
             let guard = Guard::new(&deny);
@@ -177,14 +181,20 @@ pub struct Leaf {
 impl Beneath<'_> {
     /// Opens `path` (symlinks inside the root are followed) with `flags`.
     pub fn open(&self, path: &RootedPath, flags: OFlags) -> Result<OwnedFd, ExecutorError> {
-        let root = open_root(&path.root, self.ceilings)?;
-        self.backend.resolve(root.as_fd(), &path.rel, flags)
+        let anchor = self.anchor(path)?;
+        self.backend.resolve(anchor.as_fd(), &path.rel, flags)
+    }
+
+    /// The directory `path.rel` is resolved beneath: the root, or the
+    /// session anchor resolved beneath it.
+    fn anchor(&self, path: &RootedPath) -> Result<OwnedFd, ExecutorError> {
+        open_anchor(path, self.ceilings, self.backend)
     }
 
     /// The parent directory of `path` and the final name (trailing slashes
     /// ignored: `dir/` names the entry `dir`).
     pub fn parent(&self, path: &RootedPath) -> Result<(OwnedFd, String), ExecutorError> {
-        let root = open_root(&path.root, self.ceilings)?;
+        let root = self.anchor(path)?;
         let rel = path.rel.trim_end_matches('/');
         let rel = if rel.is_empty() {
             path.rel.as_str()

@@ -40,10 +40,7 @@ fn fx() -> Fx {
 
 impl Fx {
     fn at(&self, rel: &str) -> RootedPath {
-        RootedPath {
-            root: self.jail.to_str().unwrap().to_owned(),
-            rel: rel.to_owned(),
-        }
+        RootedPath::new(self.jail.to_str().unwrap(), rel)
     }
 
     fn run_io(
@@ -1004,4 +1001,84 @@ fn a_failed_sed_operand_is_named_by_its_index() {
     let (index, inner) = ide_proto::operand_of(&err).unwrap();
     assert_eq!((index, inner.kind), (2, ErrorKind::Escape));
     assert_eq!(std::fs::read(f.jail.join("file")).unwrap(), b"hello\n");
+}
+
+mod anchored {
+    //! Session-scoped paths: `rel` stays beneath the anchor, and the anchor
+    //! itself stays beneath the root, on both backends.
+    use super::*;
+
+    fn anchored(fx: &Fx, anchor: &str, rel: &str) -> RootedPath {
+        RootedPath {
+            anchor: anchor.into(),
+            ..fx.at(rel)
+        }
+    }
+
+    fn stat(fx: &Fx, backend: Backend, path: RootedPath) -> Result<FsReply, ErrorKind> {
+        fx.run(backend, FsOp::Stat { path })
+    }
+
+    #[test]
+    fn a_path_inside_the_anchor_is_reached() {
+        let fx = fx();
+        for backend in BACKENDS {
+            assert!(stat(&fx, backend, anchored(&fx, "dir", "inner")).is_ok());
+            assert!(stat(&fx, backend, anchored(&fx, "in_dir", "inner")).is_ok());
+        }
+    }
+
+    #[test]
+    fn leaving_the_anchor_is_an_escape_even_inside_the_root() {
+        let fx = fx();
+        symlink("../file", fx.jail.join("dir/up")).unwrap();
+        std::fs::create_dir(fx.jail.join("dir/sub")).unwrap();
+        for backend in BACKENDS {
+            for rel in ["../file", "up", "sub/../../file"] {
+                assert_eq!(
+                    stat(&fx, backend, anchored(&fx, "dir", rel)),
+                    Err(ErrorKind::Escape),
+                    "{backend:?} {rel}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_anchor_that_leads_out_of_the_root_is_an_escape() {
+        let fx = fx();
+        for backend in BACKENDS {
+            for anchor in ["out_dir", "..", "dir/../../outside"] {
+                assert_eq!(
+                    stat(&fx, backend, anchored(&fx, anchor, "secret")),
+                    Err(ErrorKind::Escape),
+                    "{backend:?} {anchor}"
+                );
+            }
+            let mut sink = Recorder::default();
+            let write = FsOp::Write {
+                path: anchored(&fx, "out_dir", "planted"),
+                mode: 0o644,
+                parents: false,
+                max_bytes: None,
+            };
+            assert!(fx.run_io(backend, &[], write, &mut sink).is_err());
+        }
+        fx.outside_untouched();
+    }
+
+    #[test]
+    fn a_missing_or_file_anchor_is_refused() {
+        let fx = fx();
+        for backend in BACKENDS {
+            assert_eq!(
+                stat(&fx, backend, anchored(&fx, "missing", "")),
+                Err(ErrorKind::NotFound)
+            );
+            assert_eq!(
+                stat(&fx, backend, anchored(&fx, "file", "")),
+                Err(ErrorKind::WrongType)
+            );
+        }
+    }
 }

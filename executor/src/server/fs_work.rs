@@ -153,10 +153,7 @@ mod tests {
     }
 
     fn at(dir: &Path, rel: &str) -> RootedPath {
-        RootedPath {
-            root: dir.to_str().unwrap().to_owned(),
-            rel: rel.to_owned(),
-        }
+        RootedPath::new(dir.to_str().unwrap(), rel)
     }
 
     fn guarded(op: FsOp) -> Request {

@@ -456,10 +456,7 @@ async fn fs_requests_are_answered() {
     let (mut c, _server) = start();
     hello(&mut c).await;
     let tmp = tempfile::tempdir().unwrap();
-    let path = RootedPath {
-        root: tmp.path().to_str().unwrap().into(),
-        rel: String::new(),
-    };
+    let path = RootedPath::new(tmp.path().to_str().unwrap(), "");
     send(&mut c, 5, Request::Fs(FsRequest::CheckDir { path })).await;
     assert_eq!(
         recv(&mut c).await.unwrap(),

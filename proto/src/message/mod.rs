@@ -154,10 +154,30 @@ impl std::error::Error for ExecutorError {}
 /// and sends the remainder relative to it; the executor never joins strings
 /// onto the root, so a symlink or `..` that leaves it fails with
 /// [`ErrorKind::Escape`].
+///
+/// A session-scoped call also names an `anchor`: a directory beneath `root`
+/// that the executor resolves first (itself beneath `root`), and `rel` is
+/// then resolved beneath the anchor. Both confinements hold physically: a
+/// symlink swapped into the anchor's path cannot carry it out of the jail,
+/// and one inside the anchor cannot carry `rel` out of the session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RootedPath {
     /// Absolute path of the root directory.
     pub root: String,
-    /// Relative remainder; empty means the root itself.
+    /// The session directory beneath `root` that `rel` must stay beneath,
+    /// relative to `root`; empty means the root itself.
+    pub anchor: String,
+    /// Relative remainder (beneath the anchor); empty means the anchor itself.
     pub rel: String,
+}
+
+impl RootedPath {
+    /// A path beneath `root` with no session anchor.
+    pub fn new(root: impl Into<String>, rel: impl Into<String>) -> Self {
+        Self {
+            root: root.into(),
+            anchor: String::new(),
+            rel: rel.into(),
+        }
+    }
 }

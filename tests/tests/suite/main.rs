@@ -7,4 +7,5 @@ mod confinement;
 mod exec;
 mod fs;
 mod jobs;
+mod scope;
 mod support;
