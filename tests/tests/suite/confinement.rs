@@ -2,9 +2,10 @@
 //! real exec and tries to break out; every case checks the error it got and
 //! that nothing changed (canaries, the mount table, surviving processes).
 //!
-//! Cases that need a session scope to be confined through the broker talk
-//! to the real `ide-executor` binary over its socket instead, with the
-//! `confine` the broker would send: the spawn path is the same one.
+//! Scoped execs are confined through the broker (`fs_scope` with
+//! `fs.exec_confinement: landlock`); the finer attacks (memory, signals,
+//! fds) also talk to the real `ide-executor` binary over its socket with the
+//! `confine` the broker sends, so each can be aimed at a chosen write list.
 //! Landlock cases skip with a printed reason on a kernel without Landlock,
 //! and fail there when `IDE_REQUIRED_LANDLOCK_ABI` is set (CI sets it).
 
@@ -568,5 +569,103 @@ async fn without_landlock_a_confined_exec_fails_closed_and_nothing_runs() {
         Some(0),
         "unconfined execs still run"
     );
+    assert!(marker.exists());
+}
+
+/// A world whose scoped execs are write-confined, unjailed so the canaries
+/// can live anywhere.
+fn landlock_config() -> Value {
+    json!({"fs": {"allow_unjailed": true, "exec_confinement": "landlock", "exec_writable": []}})
+}
+
+/// `tmp/{.git/, ws/}`: a session root inside a repository.
+fn repository() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = std::fs::canonicalize(tmp.path()).unwrap();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::create_dir_all(repo.join("ws")).unwrap();
+    (tmp, repo)
+}
+
+#[tokio::test]
+async fn a_scoped_exec_through_the_broker_writes_only_its_session_and_git_dir() {
+    if !landlock_or_skip() {
+        return;
+    }
+    let (_tmp, repo) = repository();
+    let outside = Canary::new();
+    let world = boot_with(landlock_config()).await;
+    let scope = json!({"root": repo.join("ws"), "boundary": "configured_roots"});
+    let outside_dir = outside.path().display().to_string();
+    let outside_file = outside.file().display().to_string();
+    let r = world
+        .exec(json!({
+            "command": probe(), "args": ["writes", outside_dir, outside_file], "fs_scope": scope,
+        }))
+        .await;
+    let attempts = report(r["stdout"].as_str().unwrap());
+    for (attempt, errno) in attempts.as_object().unwrap() {
+        assert_ne!(errno, "ok", "{attempt} outside succeeded: {attempts}");
+    }
+    outside.assert_untouched();
+
+    let touch = |path: std::path::PathBuf, scoped: bool| {
+        let mut payload = json!({"command": "touch", "args": [path]});
+        if scoped {
+            payload["fs_scope"] = scope.clone();
+        }
+        let world = &world;
+        async move { world.exec(payload).await["exit_code"].clone() }
+    };
+    assert_eq!(touch(repo.join("ws/made"), true).await, 0);
+    assert_eq!(
+        touch(repo.join(".git/index.lock"), true).await,
+        0,
+        "the git dir is writable"
+    );
+    assert_ne!(touch(repo.join("sibling"), true).await, 0);
+    assert!(
+        !repo.join("sibling").exists(),
+        "a confined exec wrote beside its session"
+    );
+    assert_eq!(
+        touch(repo.join("sibling"), false).await,
+        0,
+        "unscoped execs are never confined"
+    );
+}
+
+#[tokio::test]
+async fn without_landlock_a_scoped_exec_through_the_broker_is_s222_and_does_not_run() {
+    let (_tmp, repo) = repository();
+    let wrapper_dir = tempfile::tempdir().unwrap();
+    let wrapper = wrapper_dir.path().join("executor-without-landlock");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec '{}' without-landlock '{}' \"$@\"\n",
+            probe(),
+            ide_tests::binary("ide-executor").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let world = boot(Boot {
+        stored: Some(landlock_config()),
+        args: vec!["--executor".into(), wrapper.display().to_string()],
+        ..Boot::default()
+    })
+    .await;
+    let marker = repo.join("ws/ran");
+    let scope = json!({"root": repo.join("ws"), "boundary": "workspace"});
+    let (code, message) = world
+        .exec_err(json!({"command": "touch", "args": [marker], "fs_scope": scope}))
+        .await;
+    assert_eq!(code, "S222", "{message}");
+    assert!(!marker.exists(), "the command ran unconfined");
+    let r = world
+        .exec(json!({"command": "touch", "args": [marker]}))
+        .await;
+    assert_eq!(r["exit_code"], 0, "unscoped execs still run");
     assert!(marker.exists());
 }

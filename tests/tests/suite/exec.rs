@@ -449,6 +449,13 @@ async fn sandbox_targets_are_forwarded_to_sandbox_exec() {
     assert_eq!(sent["cmd"], "uname");
     assert_eq!(sent["args"], json!(["-a"]));
     assert_eq!(sent["timeout_ms"], 5000);
+    let scoped = json!({"command": "uname", "target": target,
+        "fs_scope": {"root": "/no/such/session", "boundary": "workspace"}});
+    assert_eq!(
+        world.exec(scoped).await["stdout"],
+        "vm\n",
+        "a sandbox target drops the harness's host scope"
+    );
     assert_eq!(
         world
             .exec_err(json!({"command": "boom", "target": target}))
