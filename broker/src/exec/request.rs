@@ -64,7 +64,11 @@ pub fn parse(op: &str, input: &Value) -> Result<ExecRequest, ShellError> {
     let env = env(obj)?;
     let target = Target::parse(obj.get("target"))?;
     let has_host_only_fields = cwd.is_some() || stdin.is_some() || !env.is_empty();
-    let fs_scope = scope::parse(input)?;
+    // A sandbox target drops the harness's host scope unread.
+    let fs_scope = match target {
+        Target::Host => scope::parse(input)?,
+        Target::Sandbox { .. } => None,
+    };
     Ok(ExecRequest {
         argv,
         timeout_ms,
@@ -256,6 +260,10 @@ mod tests {
         assert_eq!(r.fs_scope.map(|s| s.root).as_deref(), Some("/w"));
         let bad = p(json!({"command": "ls", "fs_scope": {"root": "/w"}})).unwrap_err();
         assert_eq!(bad.code().as_deref(), Some("S210"));
+        let sandbox =
+            json!({"kind": "sandbox", "sandbox_id": "7f0c1b0e-2a40-4c53-9f0e-1d2b3c4d5e6f"});
+        let r = p(json!({"command": "ls", "target": sandbox, "fs_scope": {"root": "/w"}})).unwrap();
+        assert_eq!(r.fs_scope, None);
     }
 
     #[test]

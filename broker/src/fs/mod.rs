@@ -195,10 +195,9 @@ where
     T: Serialize,
 {
     let req: R = parse(op.name(), input)?;
-    let scope = scope::parse(input)?;
     match req.target()? {
         Target::Host => {
-            let scope = match scope {
+            let scope = match scope::parse(input)? {
                 Some(s) => Some(scope::validate(app, policy, s, scope::Surface::Fs).await?),
                 None => None,
             };
