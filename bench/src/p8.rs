@@ -33,7 +33,8 @@ async fn call(world: &World, id: &str, payload: Value) -> Result<Value, iii_sdk:
         .await
 }
 
-/// Starts the jobs, polls their status every 200 ms, samples RSS meanwhile.
+/// Starts the jobs, polls their status (a 4 KiB output window) every 200 ms,
+/// samples RSS meanwhile.
 pub async fn run() -> P8 {
     let world = boot(json!({"fs": {"allow_unjailed": true}})).await;
     let jobs_up = world
@@ -64,10 +65,15 @@ pub async fn run() -> P8 {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let mut still = Vec::with_capacity(pending.len());
         for id in pending {
-            match call(&world, "shell::status", json!({"job_id": id})).await {
-                Ok(job) if job["status"] == "running" => still.push(id),
-                Ok(job) if job["status"] == "finished" => finished += 1,
-                _ => {}
+            // Polled the way an agent watches a long job: a 4 KiB window.
+            let window = json!({"job_id": id, "max_bytes": 4096});
+            let status = call(&world, "shell::status", window)
+                .await
+                .map(|r| r["job"]["status"].as_str().unwrap_or_default().to_owned());
+            match status.as_deref() {
+                Ok("running") => still.push(id),
+                Ok("finished") => finished += 1,
+                other => eprintln!("P8: job {id} ended as {other:?}"),
             }
         }
         pending = still;

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn main() -> ExitCode {
+    ide::sys::bound_heap();
     if let Err(e) = privilege::token::move_out_of_environment() {
         eprintln!("ide: cannot move III_TOKEN out of the environment: {e}");
         return ExitCode::FAILURE;

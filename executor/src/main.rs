@@ -21,6 +21,7 @@ use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
+    ide_executor::sys::bound_heap();
     let hardened = hygiene::harden_process();
     let env = EnvSnapshot::capture();
     tracing_subscriber::fmt()

@@ -1,5 +1,6 @@
 //! The only module with `unsafe`: the few raw syscalls that safe wrappers do
-//! not offer, and the `pre_exec` hook that runs in a forked child.
+//! not offer, the `pre_exec` hook that runs in a forked child, and the
+//! allocator tuning of [`bound_heap`].
 //!
 //! Security meaning: the child hook runs between `fork` and `exec` of a
 //! multi-threaded process, so it may use async-signal-safe raw syscalls only
@@ -263,6 +264,21 @@ fn last_errno() -> i32 {
     io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EINVAL)
+}
+
+/// Blocks at least this large are mmapped and unmapped on free.
+const MMAP_THRESHOLD: libc::c_int = 256 * 1024;
+
+/// Fixes glibc's mmap threshold (it otherwise rises after each large free,
+/// and later multi-megabyte output buffers stay resident in per-thread
+/// heaps), so resident size follows what the executor holds. Call once,
+/// before other threads start.
+pub fn bound_heap() {
+    // SAFETY: mallopt only sets allocator parameters; it is called before
+    // any other thread exists and takes no pointers.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+    }
 }
 
 #[cfg(test)]

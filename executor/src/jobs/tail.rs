@@ -31,9 +31,10 @@ impl Tail {
     pub fn push(&mut self, data: &[u8]) {
         self.total = self.total.saturating_add(data.len() as u64);
         let data = &data[data.len().saturating_sub(self.cap)..];
-        self.kept.extend(data);
-        let excess = self.kept.len().saturating_sub(self.cap);
+        // Make room first, so the buffer never grows past the cap.
+        let excess = (self.kept.len() + data.len()).saturating_sub(self.cap);
         self.kept.drain(..excess);
+        self.kept.extend(data);
     }
 
     /// Bytes written so far.
