@@ -7,7 +7,7 @@
 //! asked for it.
 #![forbid(unsafe_code)]
 
-use ide_proto::{Reply, ToBroker};
+use ide_proto::{Reply, ToBroker, STREAM_WINDOW};
 use tokio::sync::{mpsc, oneshot};
 
 /// Sends replies for one request id into the connection's single writer.
@@ -30,17 +30,23 @@ impl Replies {
     }
 }
 
-/// The body of one upload, frame by frame. Each frame taken is credited back
+/// Frames credited back to the broker at once: half the window, so the
+/// broker always has room to send while a credit is on its way, at one
+/// credit frame per batch instead of one per data frame.
+const CREDIT_BATCH: u32 = STREAM_WINDOW / 2;
+
+/// The body of one upload, frame by frame. Frames taken are credited back
 /// to the broker through [`Upload::next`], which keeps the window moving.
 #[derive(Debug)]
 pub struct Upload {
     rx: mpsc::Receiver<Vec<u8>>,
+    uncredited: u32,
 }
 
 impl Upload {
     /// Wraps the receiving end of an upload channel.
     pub fn new(rx: mpsc::Receiver<Vec<u8>>) -> Self {
-        Self { rx }
+        Self { rx, uncredited: 0 }
     }
 
     /// The next frame without crediting it (for tests and for readers that
@@ -49,10 +55,15 @@ impl Upload {
         self.rx.recv().await
     }
 
-    /// The next frame, credited to the broker at once; `None` at the end.
+    /// The next frame; every [`CREDIT_BATCH`] frames taken are credited to
+    /// the broker. `None` at the end.
     pub async fn next(&mut self, replies: &Replies) -> Option<Vec<u8>> {
         let data = self.rx.recv().await?;
-        replies.send(Reply::Credit { chunks: 1 }).await;
+        self.uncredited += 1;
+        if self.uncredited >= CREDIT_BATCH {
+            let chunks = std::mem::take(&mut self.uncredited);
+            replies.send(Reply::Credit { chunks }).await;
+        }
         Some(data)
     }
 }

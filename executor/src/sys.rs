@@ -268,6 +268,9 @@ fn last_errno() -> i32 {
 
 /// Blocks at least this large are mmapped and unmapped on free.
 const MMAP_THRESHOLD: libc::c_int = 256 * 1024;
+/// Free memory kept at the top of a heap before it is returned: enough
+/// that a stream of 64 KiB frames does not fault in fresh pages per frame.
+const TRIM_THRESHOLD: libc::c_int = 4 * 1024 * 1024;
 
 /// Fixes glibc's mmap threshold (it otherwise rises after each large free,
 /// and later multi-megabyte output buffers stay resident in per-thread
@@ -278,6 +281,7 @@ pub fn bound_heap() {
     // any other thread exists and takes no pointers.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
     }
 }
 

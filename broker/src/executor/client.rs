@@ -113,12 +113,18 @@ impl Uploader {
 
     /// Sends `bytes` in chunks, then the end marker.
     pub async fn send_all(&self, bytes: &[u8]) -> bool {
+        self.send_all_of(bytes).await && self.finish().await
+    }
+
+    /// Sends `bytes` in frames of at most `CHUNK_LEN`, without ending the
+    /// body; false when the request already ended.
+    pub async fn send_all_of(&self, bytes: &[u8]) -> bool {
         for chunk in bytes.chunks(ide_proto::CHUNK_LEN) {
             if !self.send(chunk.to_vec()).await {
                 return false;
             }
         }
-        self.finish().await
+        true
     }
 
     /// Ends the upload.

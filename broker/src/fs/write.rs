@@ -252,11 +252,15 @@ async fn feed(app: &App, body: &Body, uploader: &Uploader) -> Result<(), ShellEr
                     )));
                 }
                 let Some(chunk) = next else { break };
-                for piece in chunk.chunks(CHUNK_LEN) {
-                    if !uploader.send(piece.to_vec()).await {
-                        // The request already ended; its reply says why.
-                        return Ok(());
-                    }
+                // A chunk that fits one frame is moved, not copied.
+                let sent = if chunk.len() <= CHUNK_LEN {
+                    uploader.send(chunk).await
+                } else {
+                    uploader.send_all_of(&chunk).await
+                };
+                if !sent {
+                    // The request already ended; its reply says why.
+                    return Ok(());
                 }
             }
             uploader.finish().await;

@@ -237,19 +237,16 @@ mod tests {
             }
         };
         assert_eq!(terminal, Reply::Fs(FsReply::Written { bytes: 8 }));
-        assert_eq!(credited, 2);
+        assert_eq!(credited, 0, "credit comes in batches of half the window");
         assert_eq!(std::fs::read(tmp.path().join("done")).unwrap(), b"all here");
 
         send(&mut c, 3, guarded(write("cut"))).await;
-        send(
-            &mut c,
-            3,
-            Request::Data {
-                data: b"partial".to_vec(),
-            },
-        )
-        .await;
-        assert_eq!(recv(&mut c).await.body, Reply::Credit { chunks: 1 });
+        let batch = ide_proto::STREAM_WINDOW / 2;
+        for _ in 0..batch {
+            let data = b"partial".to_vec();
+            send(&mut c, 3, Request::Data { data }).await;
+        }
+        assert_eq!(recv(&mut c).await.body, Reply::Credit { chunks: batch });
         send(&mut c, 3, Request::Cancel).await;
         let terminal = recv(&mut c).await.body;
         assert!(

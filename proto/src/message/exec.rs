@@ -61,7 +61,7 @@ pub enum Stdin {
     /// `/dev/null`.
     Null,
     /// These bytes, then EOF.
-    Bytes(Vec<u8>),
+    Bytes(#[serde(with = "serde_bytes")] Vec<u8>),
     /// Bytes that follow the request as [`crate::Request::Data`] frames,
     /// ended by [`crate::Request::DataEnd`] (for input too large for one
     /// frame); the executor credits each frame it consumed.

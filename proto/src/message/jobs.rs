@@ -43,6 +43,7 @@ pub enum JobRequest {
     Append {
         job_id: String,
         stream: Stream,
+        #[serde(with = "serde_bytes")]
         data: Vec<u8>,
     },
     /// A reserved job ended. Answered by [`JobReply::Done`].

@@ -48,7 +48,10 @@ pub enum Request {
     /// Abandon the request with this frame's id (its caller went away).
     Cancel,
     /// One chunk of an upload that belongs to the request with this id.
-    Data { data: Vec<u8> },
+    Data {
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+    },
     /// The upload for the request with this id is complete.
     DataEnd,
     /// Flow control for a download: the broker consumed this many
@@ -72,9 +75,16 @@ pub enum Reply {
         pid: u32,
     },
     /// Streamed process output.
-    Output { stream: Stream, data: Vec<u8> },
+    Output {
+        stream: Stream,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+    },
     /// Streamed file bytes (a read).
-    Chunk { data: Vec<u8> },
+    Chunk {
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+    },
     /// Flow control for an upload: the executor consumed this many
     /// [`Request::Data`] frames of the request with this id.
     Credit { chunks: u32 },
