@@ -38,7 +38,13 @@ pub async fn boot(config: Value) -> World {
         &engine.url(),
         IdeOptions {
             config_path: Some(dir.path().join("none.yaml")),
-            env: vec![("RUST_LOG".into(), "warn".into())],
+            // The baseline workers run with the SDK's OpenTelemetry export
+            // off; so does the worker under test, so the figures compare
+            // like with like (README.md reports what the export adds).
+            env: vec![
+                ("RUST_LOG".into(), "warn".into()),
+                ("OTEL_ENABLED".into(), "false".into()),
+            ],
             cwd: Some(dir.path().to_owned()),
             program: Some(sibling("ide")),
             ..IdeOptions::default()

@@ -68,7 +68,11 @@ fn main() -> ExitCode {
         env!("CARGO_PKG_VERSION")
     );
     let executor = Arc::new(Executor { env, ceilings });
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // One thread serves every request: a command's round trip never waits
+    // for a wake-up on another core, and the main thread, which forks every
+    // command (its death signal is tied to the forking thread), lives as long
+    // as the process. Blocking file work runs on tokio's blocking pool.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
