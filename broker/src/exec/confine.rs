@@ -2,7 +2,8 @@
 //!
 //! Security meaning: with `fs.exec_confinement: landlock`, a host exec that
 //! carries a session scope may write only beneath the scope's root, its
-//! grants, the root's git dir and the configured `fs.exec_writable` entries
+//! grants, the root's git dir (found by the executor) and the configured
+//! `fs.exec_writable` entries
 //! (`~/` expanded against `$HOME`, dropped when `HOME` is unset); everything
 //! else on the host is read-only to it. The executor enforces the list with
 //! Landlock and refuses to run the command (S222) where it cannot. Unscoped
@@ -14,14 +15,12 @@ use crate::policy::Policy;
 use ide_proto::Confinement;
 
 /// The writable part of a session scope, already validated (absolute,
-/// canonical paths).
+/// canonical paths). The executor adds the git dir of the repository around
+/// `root` (or a linked worktree's common dir) when it builds the ruleset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteScope {
     pub root: String,
     pub grants: Vec<String>,
-    /// The `.git` dir of the repository enclosing `root` (or the common dir
-    /// of a linked worktree), when there is one.
-    pub git_dir: Option<String>,
 }
 
 /// The confinement of an exec under `policy`: `None` unless confinement is
@@ -34,10 +33,11 @@ pub fn confinement(policy: &Policy, scope: Option<&WriteScope>) -> Option<Confin
             policy.exec_writable(),
             std::env::var("HOME").ok().as_deref(),
         ),
+        git_dir_of: Some(scope.root.clone()),
     })
 }
 
-/// The scope's root, grants and git dir, then each `exec_writable` entry
+/// The scope's root and grants, then each `exec_writable` entry
 /// with `~`/`~/` expanded against `home`; entries that need a missing home
 /// or are not absolute are dropped, duplicates kept once. Missing paths are
 /// left in: the executor skips them.
@@ -67,7 +67,6 @@ pub fn writable_paths(
     let mut out: Vec<String> = Vec::new();
     let candidates = std::iter::once(scope.root.clone())
         .chain(scope.grants.iter().cloned())
-        .chain(scope.git_dir.clone())
         .chain(expanded);
     for path in candidates {
         if !out.contains(&path) {
@@ -85,7 +84,6 @@ mod tests {
         WriteScope {
             root: "/srv/work".into(),
             grants: vec!["/srv/shared".into(), "/srv/work".into()],
-            git_dir: Some("/srv/.git".into()),
         }
     }
 
@@ -94,14 +92,13 @@ mod tests {
     }
 
     #[test]
-    fn root_grants_git_dir_then_expanded_extras_without_duplicates() {
+    fn root_grants_then_expanded_extras_without_duplicates() {
         let extras = strings(&["/tmp", "~/.cache", "~", "/tmp", "relative/dir", "~other/x"]);
         assert_eq!(
             writable_paths(&scope(), &extras, Some("/home/agent/")),
             strings(&[
                 "/srv/work",
                 "/srv/shared",
-                "/srv/.git",
                 "/tmp",
                 "/home/agent/.cache",
                 "/home/agent",
@@ -113,24 +110,8 @@ mod tests {
     fn home_entries_are_dropped_without_a_usable_home() {
         let extras = strings(&["~/.cargo", "/dev", "~"]);
         let none = writable_paths(&scope(), &extras, None);
-        assert_eq!(
-            none,
-            strings(&["/srv/work", "/srv/shared", "/srv/.git", "/dev"])
-        );
+        assert_eq!(none, strings(&["/srv/work", "/srv/shared", "/dev"]));
         assert_eq!(writable_paths(&scope(), &extras, Some("relative")), none);
-    }
-
-    #[test]
-    fn without_a_git_dir_only_the_scope_and_extras_remain() {
-        let s = WriteScope {
-            git_dir: None,
-            grants: vec![],
-            ..scope()
-        };
-        assert_eq!(
-            writable_paths(&s, &[], Some("/root")),
-            strings(&["/srv/work"])
-        );
     }
 
     fn policy(confinement: &str) -> Policy {
@@ -147,8 +128,9 @@ mod tests {
         let confined = confinement(&landlock, Some(&scope())).unwrap();
         assert_eq!(
             confined.writable,
-            strings(&["/srv/work", "/srv/shared", "/srv/.git", "/tmp"])
+            strings(&["/srv/work", "/srv/shared", "/tmp"])
         );
+        assert_eq!(confined.git_dir_of.as_deref(), Some("/srv/work"));
         assert_eq!(confinement(&landlock, None), None);
         assert_eq!(confinement(&policy("off"), Some(&scope())), None);
     }

@@ -66,7 +66,7 @@ async fn start_host(
         Request::Job(JobRequest::Start {
             job_id,
             owner,
-            spec,
+            spec: Box::new(spec),
             limits,
         })
     })

@@ -60,7 +60,7 @@ pub async fn validate(
     })
 }
 
-/// [`validate`] for a host exec, adding the write list's git dir when
+/// [`validate`] for a host exec, with the write scope when
 /// `fs.exec_confinement` is `landlock`.
 pub async fn for_exec(
     app: &App,
@@ -71,15 +71,10 @@ pub async fn for_exec(
         return Ok(None);
     };
     let session = validate(app, policy, req, Surface::Exec).await?;
-    let write = if policy.exec_confinement() == ExecConfinement::Landlock {
-        Some(WriteScope {
-            root: session.root.clone(),
-            grants: session.grants.clone(),
-            git_dir: git_dir(app, &session.root).await?,
-        })
-    } else {
-        None
-    };
+    let write = (policy.exec_confinement() == ExecConfinement::Landlock).then(|| WriteScope {
+        root: session.root.clone(),
+        grants: session.grants.clone(),
+    });
     Ok(Some(ExecScope { session, write }))
 }
 
@@ -142,23 +137,6 @@ fn refused(kind: ErrorKind, raw: &str, surface: Surface) -> ShellError {
             format!("fs_scope root {raw}: escapes the fs jail roots"),
         ),
         (kind, _) => ShellError::new(Class::from(kind), format!("fs_scope root {raw}")),
-    }
-}
-
-/// The git dir of the repository around `root`, for a confined exec.
-async fn git_dir(app: &App, root: &str) -> Result<Option<String>, ShellError> {
-    let request = Request::Fs(FsRequest::GitDir {
-        dir: root.to_owned(),
-    });
-    match app.executor.call(request).await? {
-        Ok(Reply::Fs(FsReply::GitDir { path })) => Ok(path),
-        Ok(other) => Err(ShellError::internal(format!(
-            "unexpected executor reply to a git dir search: {other:?}"
-        ))),
-        Err(e) => Err(ShellError::internal(format!(
-            "cannot find the session's git dir: {}",
-            e.message
-        ))),
     }
 }
 

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cgroup;
+pub mod git_dir;
 pub mod landlock;
 pub mod orphans;
 pub mod probe;
@@ -133,7 +134,7 @@ pub struct Prepared {
 pub fn prepare(confine: Option<&Confinement>) -> Result<Prepared, ExecutorError> {
     let host = host()?;
     let ruleset = confine
-        .map(|c| landlock::prepare(host.landlock_abi, &c.writable))
+        .map(|c| landlock::prepare(host.landlock_abi, &writable(c)))
         .transpose()?;
     let leaf = match &host.cgroups {
         Some(h) => Some(h.create_leaf().map_err(|e| {
@@ -149,6 +150,15 @@ pub fn prepare(confine: Option<&Confinement>) -> Result<Prepared, ExecutorError>
         ruleset,
         leaf,
     })
+}
+
+/// The confinement's writable paths plus the git dir of its session root.
+fn writable(confine: &Confinement) -> Vec<String> {
+    let git_dir = confine
+        .git_dir_of
+        .as_deref()
+        .and_then(|root| git_dir::git_dir(root).ok().flatten());
+    confine.writable.iter().cloned().chain(git_dir).collect()
 }
 
 impl Prepared {

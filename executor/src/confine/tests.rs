@@ -65,6 +65,7 @@ async fn run(argv: &[&str], confine: Option<Confinement>) -> Result<Ran, Executo
 fn writable(paths: &[&Path]) -> Option<Confinement> {
     Some(Confinement {
         writable: paths.iter().map(|p| p.display().to_string()).collect(),
+        git_dir_of: None,
     })
 }
 

@@ -231,6 +231,7 @@ async fn a_confined_exec_writes_only_beneath_its_writable_paths() {
     let mut s = sh(&script);
     s.confine = Some(ide_proto::Confinement {
         writable: vec![inside.to_str().unwrap().into()],
+        git_dir_of: None,
     });
     let ran = run_spec(s).await;
     assert_eq!(

@@ -14,12 +14,16 @@ use super::guard::Guard;
 use super::read::{read_at, reopen_for_reading};
 use super::walk::{files, Batcher, Filter};
 use super::Beneath;
-use grep_regex::RegexMatcherBuilder;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Bytes;
 use grep_searcher::{BinaryDetection, MmapChoice, SearcherBuilder};
 use ide_proto::{ErrorKind, ExecutorError, FsReply, GrepMatch, GrepSearch, RootedPath, WalkFilter};
 use rustix::fd::OwnedFd;
 use std::fs::File;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 /// Compiled-program ceiling of a pattern, in bytes.
 pub const REGEX_SIZE_LIMIT: usize = 256 * 1024;
@@ -60,7 +64,24 @@ pub fn shown_line(bytes: &[u8], max: usize) -> String {
     format!("{}…", &text[..cut])
 }
 
-/// `grep`: streams the matches of every searched file.
+/// Files walked ahead of the one whose matches are being sent.
+const AHEAD: usize = 64;
+/// How often the sending side looks for a cancelled request while it waits.
+const CANCEL_POLL: Duration = Duration::from_millis(100);
+
+/// One file for a search thread, with where its matches go.
+struct Job {
+    rel: String,
+    fd: OwnedFd,
+    matches: SyncSender<Vec<GrepMatch>>,
+}
+
+/// `grep`: streams the matches of every searched file, in walk order.
+///
+/// The walk runs on one thread, the searches on one thread per core, and
+/// the calling thread sends each file's matches in the order the walk found
+/// the files, at most [`AHEAD`] files behind the walk; a cancelled or failed
+/// send stops the walk and the searches.
 pub fn grep(
     at: &Beneath<'_>,
     guard: &Guard,
@@ -78,47 +99,139 @@ pub fn grep(
         .map_err(|e| ExecutorError::new(ErrorKind::BadRegex, format!("invalid regex: {e}")))?;
     let filter = Filter::new(filter)?;
     let max_line = search.max_line_bytes.clamp(1, MAX_LINE_BYTES) as usize;
+    let stop = AtomicBool::new(false);
+    let (order_tx, order_rx) = mpsc::sync_channel::<Receiver<Vec<GrepMatch>>>(AHEAD);
+    let (job_tx, job_rx) = mpsc::sync_channel::<Job>(AHEAD);
+    let job_rx = Mutex::new(job_rx);
+    std::thread::scope(|scope| {
+        for _ in 0..searchers() {
+            scope.spawn(|| search_jobs(&matcher, max_line, &job_rx, &stop));
+        }
+        let walker = scope.spawn(|| {
+            let walked = files(at, guard, path, &filter, &mut |found| {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(super::channel::abandoned());
+                }
+                let (matches, result) = mpsc::sync_channel(1);
+                let job = Job {
+                    rel: found.rel.to_owned(),
+                    fd: found.fd,
+                    matches,
+                };
+                // Either queue closes only when the sending side stopped.
+                if order_tx.send(result).is_err() || job_tx.send(job).is_err() {
+                    return Err(super::channel::abandoned());
+                }
+                Ok(())
+            });
+            drop((order_tx, job_tx));
+            walked
+        });
+        let sent = send_in_order(order_rx, io, &stop);
+        if sent.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        let walked = walker
+            .join()
+            .unwrap_or_else(|_| Err(ExecutorError::new(ErrorKind::Internal, "the walk failed")));
+        sent.and(walked).map(|()| FsReply::Ok)
+    })
+}
+
+/// Search threads: one per core, at most four.
+fn searchers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+/// Searches files from `jobs` until the walk ends; once `stop` is set the
+/// remaining files are only drained, so the walk never waits on a full queue.
+fn search_jobs(
+    matcher: &RegexMatcher,
+    max_line: usize,
+    jobs: &Mutex<Receiver<Job>>,
+    stop: &AtomicBool,
+) {
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::none())
         .heap_limit(Some(HEAP_LIMIT))
         .memory_map(MmapChoice::never())
         .build();
+    loop {
+        let next = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(job) = next else { return };
+        if stop.load(Ordering::Relaxed) {
+            continue;
+        }
+        let found = search_file(&mut searcher, matcher, max_line, &job);
+        // The sender is gone only when the request stopped.
+        let _ = job.matches.send(found);
+    }
+}
+
+/// The matches of one file; a file that cannot be read or searched (a
+/// binary file, a line past the heap limit, an i/o error) has none.
+fn search_file(
+    searcher: &mut grep_searcher::Searcher,
+    matcher: &RegexMatcher,
+    max_line: usize,
+    job: &Job,
+) -> Vec<GrepMatch> {
+    let mut found = Vec::new();
+    let Ok(file) = reopen_for_reading(&job.fd) else {
+        return found;
+    };
+    if is_binary(&file).unwrap_or(true) {
+        return found;
+    }
+    let sink = Bytes(|line, bytes| {
+        found.push(GrepMatch {
+            file: job.rel.clone(),
+            line,
+            content: shown_line(bytes, max_line),
+        });
+        Ok(true)
+    });
+    let _ = searcher.search_file(matcher, &File::from(file), sink);
+    found
+}
+
+/// Sends each file's matches in walk order, in batches under credit.
+fn send_in_order(
+    order: Receiver<Receiver<Vec<GrepMatch>>>,
+    io: &mut dyn Channel,
+    stop: &AtomicBool,
+) -> Result<(), ExecutorError> {
     let mut batch = Batcher::new();
-    files(at, guard, path, &filter, &mut |found| {
-        if io.cancelled() {
+    loop {
+        let result = match order.recv_timeout(CANCEL_POLL) {
+            Ok(result) => result,
+            Err(RecvTimeoutError::Timeout) => {
+                if io.cancelled() {
+                    return Err(super::channel::abandoned());
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        let matches = loop {
+            match result.recv_timeout(CANCEL_POLL) {
+                Ok(matches) => break matches,
+                Err(RecvTimeoutError::Timeout) if !io.cancelled() => continue,
+                Err(RecvTimeoutError::Timeout) => return Err(super::channel::abandoned()),
+                // Dropped unsearched: the request is stopping.
+                Err(RecvTimeoutError::Disconnected) => break Vec::new(),
+            }
+        };
+        if io.cancelled() || stop.load(Ordering::Relaxed) {
             return Err(super::channel::abandoned());
         }
-        let Ok(file) = reopen_for_reading(&found.fd) else {
-            return Ok(());
-        };
-        if is_binary(&file)? {
-            return Ok(());
+        for item in matches {
+            let size = item.content.len() + item.file.len();
+            batch.push(item, size, io)?;
         }
-        let mut failed = None;
-        let sink = Bytes(|line, bytes| {
-            let content = shown_line(bytes, max_line);
-            let size = content.len() + found.rel.len();
-            let item = GrepMatch {
-                file: found.rel.to_owned(),
-                line,
-                content,
-            };
-            match batch.push(item, size, io) {
-                Ok(()) => Ok(true),
-                Err(e) => {
-                    failed = Some(e);
-                    Ok(false)
-                }
-            }
-        });
-        // A file that cannot be searched (a line past the heap limit, an
-        // i/o error) is skipped like an unreadable one.
-        let _ = searcher.search_file(&matcher, &File::from(file), sink);
-        failed.map_or(Ok(()), Err)
-    })?;
-    batch.flush(io)?;
-    Ok(FsReply::Ok)
+    }
+    batch.flush(io)
 }
 
 #[cfg(test)]

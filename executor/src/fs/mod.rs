@@ -17,7 +17,6 @@
 pub mod channel;
 mod chmod;
 mod entry;
-mod git_dir;
 mod grep;
 pub mod guard;
 mod ls;
@@ -72,9 +71,6 @@ pub fn handle_with(
                 .collect::<Result<_, _>>()?;
             Ok(FsReply::CanonicalRoots { roots: canonical })
         }
-        FsRequest::GitDir { dir } => Ok(FsReply::GitDir {
-            path: git_dir::git_dir(&dir)?,
-        }),
         FsRequest::Guarded { deny, op } => {
             let at = Beneath { ceilings, backend };
             let guard = Guard::new(&deny);

@@ -189,8 +189,12 @@ fn descend(
                 }
             }
             FileType::RegularFile if filter.wants_file(&rel, &name) => {
+                // The denylist is checked again on what was opened: the entry
+                // may have been swapped for a denylisted file since the lstat.
                 if let Ok(fd) = open_regular(dir, name.as_bytes()) {
-                    visit(Found { rel: &rel, fd })?;
+                    if guard.check(&fd).is_ok() {
+                        visit(Found { rel: &rel, fd })?;
+                    }
                 }
             }
             _ => {}

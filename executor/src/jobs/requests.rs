@@ -48,7 +48,7 @@ pub async fn handle(
                 };
                 spec.stdin = Stdin::Bytes(collect(upload, replies).await?);
             }
-            let started_at_ms = run::start(executor, jobs, job_id.clone(), owner, spec, limits)?;
+            let started_at_ms = run::start(executor, jobs, job_id.clone(), owner, *spec, limits)?;
             JobReply::Started {
                 job_id,
                 started_at_ms,

@@ -193,7 +193,7 @@ fn start_job(job_id: &str, argv: &[&str]) -> Request {
     Request::Job(JobRequest::Start {
         job_id: job_id.into(),
         owner: None,
-        spec: exec_spec(argv),
+        spec: Box::new(exec_spec(argv)),
         limits: LIMITS,
     })
 }
@@ -380,7 +380,7 @@ async fn a_large_stdin_is_uploaded_before_the_job_starts() {
         Request::Job(JobRequest::Start {
             job_id: "up".into(),
             owner: None,
-            spec,
+            spec: Box::new(spec),
             limits: LIMITS,
         }),
     )

@@ -41,6 +41,10 @@ pub struct Confinement {
     /// Absolute paths beneath which the command may write; missing ones are
     /// skipped.
     pub writable: Vec<String>,
+    /// A session root whose repository's git dir (the enclosing `.git`, or
+    /// a linked worktree's common dir) is writable too; the executor finds
+    /// it while it builds the ruleset, so confinement costs no round trip.
+    pub git_dir_of: Option<String>,
 }
 
 /// How a command ended.

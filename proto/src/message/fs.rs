@@ -32,11 +32,6 @@ pub enum FsRequest {
     /// the broker can validate `fs.host_roots` without touching the
     /// filesystem itself. Answered by [`FsReply::CanonicalRoots`], in order.
     CanonicalRoots { roots: Vec<String> },
-    /// Find the git directory a write-confined exec in `dir` needs: the
-    /// `.git` directory of the repository enclosing `dir` (a canonical
-    /// absolute directory), or the common dir of a linked worktree. Read
-    /// only; answered by [`FsReply::GitDir`].
-    GitDir { dir: String },
     /// An operation on caller paths. `deny` is `fs.denylist_paths`: an object
     /// that is one of them (by identity) or lies beneath a denylisted
     /// directory reads exactly like a missing one.
@@ -158,10 +153,6 @@ pub enum FsReply {
     /// Canonical absolute paths, one per root of [`FsRequest::CanonicalRoots`].
     CanonicalRoots {
         roots: Vec<String>,
-    },
-    /// The canonical git directory for [`FsRequest::GitDir`], if any.
-    GitDir {
-        path: Option<String>,
     },
     /// One page of [`FsOp::Ls`]; `total` counts every entry of the directory.
     Listing {

@@ -25,7 +25,7 @@ pub enum JobRequest {
     Start {
         job_id: String,
         owner: Option<String>,
-        spec: ExecSpec,
+        spec: Box<ExecSpec>,
         limits: JobLimits,
     },
     /// Like [`JobRequest::Start`] for a job the broker runs elsewhere (a
@@ -248,7 +248,7 @@ mod tests {
             JobRequest::Start {
                 job_id: "j".into(),
                 owner: Some("s".into()),
-                spec,
+                spec: Box::new(spec),
                 limits,
             },
             JobRequest::Reserve {

@@ -193,6 +193,7 @@ fn spec(argv: &[&str], writable: Option<&[&Path]>) -> ExecSpec {
         max_output_bytes: 1 << 20,
         confine: writable.map(|paths| Confinement {
             writable: paths.iter().map(|p| p.display().to_string()).collect(),
+            git_dir_of: None,
         }),
     }
 }
