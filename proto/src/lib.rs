@@ -10,6 +10,7 @@
 pub mod env_gate;
 pub mod frame;
 pub mod message;
+pub mod probe;
 
 pub use frame::{read_frame, write_frame, FrameError, FrameReader, MAX_FRAME_LEN};
 pub use message::*;

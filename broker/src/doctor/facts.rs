@@ -6,64 +6,9 @@
 //! once, with the engine token withheld, and reads one JSON object back.
 #![forbid(unsafe_code)]
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+pub use ide_proto::probe::HostFacts;
 use std::path::Path;
 use std::process::{Command, Stdio};
-
-/// What `ide-executor --probe` found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct HostFacts {
-    pub executor_version: String,
-    /// `uname -r`.
-    pub kernel: String,
-    pub arch: String,
-    /// The effective uid the probe (so the executor) ran as.
-    pub euid: u32,
-    pub landlock: LandlockFacts,
-    pub seccomp: SeccompFacts,
-    /// `openat2` with `RESOLVE_BENEATH` works (else the userspace resolver).
-    pub openat2: bool,
-    pub cgroup: CgroupFacts,
-    /// An unprivileged user namespace could be created.
-    pub user_namespaces: bool,
-    /// `/dev/kvm` exists.
-    pub kvm: bool,
-}
-
-/// Landlock support.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct LandlockFacts {
-    /// `available`, `not_enabled` or `not_implemented`.
-    pub status: String,
-    /// Kernel ABI version; 0 without Landlock.
-    pub abi: i32,
-    pub errata: Option<i32>,
-    /// Write-class rights a confined command is denied outside its writable paths.
-    pub write_rights: Vec<String>,
-    pub scopes: Vec<String>,
-    /// A confinement ruleset was actually created.
-    pub ruleset_created: bool,
-}
-
-/// Seccomp support.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct SeccompFacts {
-    pub available: bool,
-    /// The baseline every command runs under was loaded by the probe.
-    pub filter_loaded: bool,
-    /// The baseline deny list.
-    pub denied: Vec<String>,
-}
-
-/// cgroup v2 support.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct CgroupFacts {
-    pub v2: bool,
-    /// Per-command cgroups with `cgroup.kill` work (else the subreaper sweep).
-    pub kill: bool,
-    pub dir: Option<String>,
-}
 
 /// Runs `<executor> --probe` and parses its answer.
 pub fn probe(executor: &Path) -> Result<HostFacts, String> {

@@ -11,65 +11,14 @@
 
 use super::{cgroup, landlock, seccomp};
 use crate::sys;
+use ide_proto::probe::{CgroupFacts, HostFacts, LandlockFacts, SeccompFacts};
 use rustix::fs::{Mode, OFlags, ResolveFlags, CWD};
 use rustix::io::Errno;
-use serde::Serialize;
 use std::os::unix::fs::FileTypeExt;
-
-/// Everything the probe found.
-#[derive(Debug, Serialize)]
-pub struct Facts {
-    pub executor_version: String,
-    pub kernel: String,
-    pub arch: String,
-    pub euid: u32,
-    pub landlock: LandlockFacts,
-    pub seccomp: SeccompFacts,
-    pub openat2: bool,
-    pub cgroup: CgroupFacts,
-    pub user_namespaces: bool,
-    pub kvm: bool,
-}
-
-/// Landlock support and what it can enforce.
-#[derive(Debug, Serialize)]
-pub struct LandlockFacts {
-    /// `available`, `not_enabled` (built but off at boot) or `not_implemented`.
-    pub status: String,
-    /// The kernel's ABI version; 0 without Landlock.
-    pub abi: i32,
-    /// Bit mask of fixed errata, when the kernel reports it.
-    pub errata: Option<i32>,
-    /// The write-class rights a confined command is denied outside its
-    /// writable paths.
-    pub write_rights: Vec<String>,
-    pub scopes: Vec<String>,
-    /// A confinement ruleset was actually created.
-    pub ruleset_created: bool,
-}
-
-/// Seccomp support and the baseline deny list.
-#[derive(Debug, Serialize)]
-pub struct SeccompFacts {
-    pub available: bool,
-    /// The baseline was loaded into the probe process.
-    pub filter_loaded: bool,
-    pub denied: Vec<String>,
-}
-
-/// cgroup v2 support for per-command kill.
-#[derive(Debug, Serialize)]
-pub struct CgroupFacts {
-    /// A cgroup2 hierarchy is mounted.
-    pub v2: bool,
-    /// Per-command leaves with `cgroup.kill` work beneath `dir`.
-    pub kill: bool,
-    pub dir: Option<String>,
-}
 
 /// Gathers the facts; the last step loads the seccomp baseline into this
 /// process, so call it only in a process that exits afterwards.
-pub fn collect() -> Facts {
+pub fn collect() -> HostFacts {
     let uname = rustix::system::uname();
     let euid = rustix::process::geteuid().as_raw();
     let landlock = landlock_facts();
@@ -80,7 +29,7 @@ pub fn collect() -> Facts {
     // seccomp baseline forbids creating one: this order matters.
     let user_namespaces = sys::unshare_user_namespace().is_ok();
     let seccomp = seccomp_facts();
-    Facts {
+    HostFacts {
         executor_version: env!("CARGO_PKG_VERSION").to_owned(),
         kernel: uname.release().to_string_lossy().into_owned(),
         arch: std::env::consts::ARCH.to_owned(),
