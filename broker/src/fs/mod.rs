@@ -114,67 +114,31 @@ impl Op {
 pub async fn call(app: &App, op: Op, input: &Value) -> Result<Value, ShellError> {
     let policy = app.snapshot();
     let p = &policy;
+    // Each operation's host handler, under the call's policy and scope.
+    macro_rules! on_host {
+        ($handler:path) => {
+            route(app, p, op, input, |r, c| async move {
+                $handler(app, &c, r).await
+            })
+            .await
+        };
+    }
     match op {
-        Op::Ls => {
-            route(app, p, op, input, |r, c| async move {
-                listing::ls(app, &c, r).await
-            })
-            .await
-        }
-        Op::Stat => {
-            route(app, p, op, input, |r, c| async move {
-                listing::stat(app, &c, r).await
-            })
-            .await
-        }
-        Op::Mkdir => {
-            route(app, p, op, input, |r, c| async move {
-                change::mkdir(app, &c, r).await
-            })
-            .await
-        }
-        Op::Rm => {
-            route(app, p, op, input, |r, c| async move {
-                change::rm(app, &c, r).await
-            })
-            .await
-        }
-        Op::Chmod => {
-            route(app, p, op, input, |r, c| async move {
-                change::chmod(app, &c, r).await
-            })
-            .await
-        }
-        Op::Mv => {
-            route(app, p, op, input, |r, c| async move {
-                change::mv(app, &c, r).await
-            })
-            .await
-        }
-        Op::Grep => {
-            route(app, p, op, input, |r, c| async move {
-                grep::grep(app, &c, r).await
-            })
-            .await
-        }
-        Op::Sed => {
-            route(app, p, op, input, |r, c| async move {
-                sed::sed(app, &c, r).await
-            })
-            .await
-        }
+        Op::Ls => on_host!(listing::ls),
+        Op::Stat => on_host!(listing::stat),
+        Op::Mkdir => on_host!(change::mkdir),
+        Op::Rm => on_host!(change::rm),
+        Op::Chmod => on_host!(change::chmod),
+        Op::Mv => on_host!(change::mv),
+        Op::Grep => on_host!(grep::grep),
+        Op::Sed => on_host!(sed::sed),
         Op::Write => {
             route(app, p, op, input, |r, c| async move {
                 write::write(app, &c, write::plan(r)?).await
             })
             .await
         }
-        Op::Read => {
-            route(app, p, op, input, |r, c| async move {
-                read::read(app, &c, r).await
-            })
-            .await
-        }
+        Op::Read => on_host!(read::read),
     }
 }
 
