@@ -247,9 +247,35 @@ impl Ide {
     }
 }
 
+/// How long a dropped worker gets to stop on SIGTERM before it is killed.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+impl Ide {
+    /// Stops the worker the way a service manager does: SIGTERM, on which
+    /// the broker stops its executor and every job, then SIGKILL if it has
+    /// not exited within [`STOP_WAIT`]. A test that `kill9`ed the broker on
+    /// purpose leaves its executor to the executor's own linger rules.
+    pub fn stop(&mut self) {
+        if let (Ok(None), Some(pid)) = (
+            self.child.try_wait(),
+            rustix::process::Pid::from_raw(self.child.id() as i32),
+        ) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            let deadline = std::time::Instant::now() + STOP_WAIT;
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(EXIT_POLL);
+            }
+        }
+        self.kill9();
+    }
+}
+
 impl Drop for Ide {
     fn drop(&mut self) {
-        self.kill9();
+        self.stop();
     }
 }
 
