@@ -19,6 +19,7 @@ pub mod git_dir;
 pub mod landlock;
 pub mod orphans;
 pub mod probe;
+mod recent;
 pub mod seccomp;
 pub mod sequence;
 
@@ -134,7 +135,11 @@ pub struct Prepared {
 pub fn prepare(confine: Option<&Confinement>) -> Result<Prepared, ExecutorError> {
     let host = host()?;
     let ruleset = confine
-        .map(|c| landlock::prepare(host.landlock_abi, &writable(c)))
+        .map(|c| {
+            recent::RECENT.ruleset(host.landlock_abi, c, || {
+                landlock::prepare(host.landlock_abi, &writable(c))
+            })
+        })
         .transpose()?;
     let leaf = match &host.cgroups {
         Some(h) => Some(h.create_leaf().map_err(|e| {
