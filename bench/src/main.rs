@@ -15,6 +15,7 @@ mod p8;
 mod row;
 mod rss;
 mod stats;
+mod transfer;
 mod world;
 
 use clap::Parser;
@@ -70,10 +71,10 @@ async fn main() {
         );
     }
     if wants("p5") {
-        rows.push(p5::run(args.stream_mib, args.runs).await.row());
+        rows.push(p5::row(&p5::run(args.stream_mib, args.runs).await));
     }
     if wants("p6") {
-        rows.push(p6::run(args.stream_mib, args.runs).await.row());
+        rows.push(p6::row(&p6::run(args.stream_mib, args.runs).await));
     }
     if wants("p7") {
         rows.push(p7::run().await.row());

@@ -7,8 +7,8 @@
 
 use crate::minimal::{self, drain};
 use crate::row::Row;
-use crate::rss::{mb, PeakSampler};
-use crate::stats::quantile;
+use crate::rss::PeakSampler;
+use crate::transfer::{shell_time, Runs, Transfer};
 use crate::world::boot;
 use iii_sdk::channels::StreamChannelRef;
 use iii_sdk::protocol::TriggerRequest;
@@ -16,28 +16,6 @@ use iii_sdk::IIIClient;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// Throughputs (MB/s, medians), the ratio and the peak RSS.
-pub struct P5 {
-    pub ide_mbps: f64,
-    pub minimal_mbps: f64,
-    pub cat_mbps: f64,
-    pub ratio_median: f64,
-    pub ratio_p99: f64,
-    pub peak_kib: u64,
-    pub mib: u64,
-}
-
-/// MB/s of `bytes` moved in `d`.
-pub fn mbps(bytes: u64, d: Duration) -> f64 {
-    bytes as f64 / 1e6 / d.as_secs_f64().max(1e-9)
-}
-
-/// The median of unsorted values.
-pub fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    quantile(&v, 0.5)
-}
 
 fn make_file(path: &Path, mib: u64) {
     use std::io::Write;
@@ -67,19 +45,8 @@ async fn read_via(caller: &IIIClient, url: &str, id: &str, path: &str) -> (u64, 
     (bytes, t.elapsed())
 }
 
-/// Times `sh -c script` with `path` as `$1`.
-pub fn shell_time(script: &str, path: &str) -> Duration {
-    let t = Instant::now();
-    let ok = std::process::Command::new("sh")
-        .args(["-c", script, "sh", path])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "{script} failed");
-    t.elapsed()
-}
-
 /// Reads a `mib` MiB file `runs` times through each path.
-pub async fn run(mib: u64, runs: usize) -> P5 {
+pub async fn run(mib: u64, runs: usize) -> Transfer {
     let world =
         boot(json!({"fs": {"allow_unjailed": true, "max_read_bytes": 0, "max_write_bytes": 0}}))
             .await;
@@ -100,52 +67,21 @@ pub async fn run(mib: u64, runs: usize) -> P5 {
         .expect("make file");
     let path = file.to_string_lossy().into_owned();
     let size = mib << 20;
-    let (mut ide, mut min, mut cat, mut ratios, mut peak) = (vec![], vec![], vec![], vec![], 0);
+    let mut all = Runs::new(size);
     for _ in 0..runs.max(1) {
         let sampler = PeakSampler::start(world.ide.pid());
         let (got, d_ide) = read_via(&world.caller, &url, "shell::fs::read", &path).await;
-        peak = peak.max(sampler.finish().await);
+        let peak = sampler.finish().await;
         assert_eq!(got, size, "shell::fs::read streamed {got} of {size} bytes");
         let (got, d_min) = read_via(&world.caller, &url, "bench::read", &path).await;
         assert_eq!(got, size, "bench::read streamed {got} of {size} bytes");
         let d_cat = shell_time("cat \"$1\" > /dev/null", &path);
-        ide.push(mbps(size, d_ide));
-        min.push(mbps(size, d_min));
-        cat.push(mbps(size, d_cat));
-        ratios.push(d_min.as_secs_f64() / d_ide.as_secs_f64());
+        all.record(d_ide, d_min, d_cat, peak);
     }
-    ratios.sort_by(f64::total_cmp);
-    P5 {
-        ide_mbps: median(ide),
-        minimal_mbps: median(min),
-        cat_mbps: median(cat),
-        ratio_median: quantile(&ratios, 0.5),
-        ratio_p99: quantile(&ratios, 0.01),
-        peak_kib: peak,
-        mib,
-    }
+    all.finish()
 }
 
-impl P5 {
-    /// The table row.
-    pub fn row(&self) -> Row {
-        Row {
-            id: "P5",
-            what: "`shell::fs::read` of a large file via channel",
-            baseline: format!(
-                "minimal worker {:.0} MB/s (`cat` {:.0} MB/s)",
-                self.minimal_mbps, self.cat_mbps
-            ),
-            measured: format!(
-                "{} MiB at {:.0} MB/s = {:.2}× median, {:.2}× p99; peak RSS {}",
-                self.mib,
-                self.ide_mbps,
-                self.ratio_median,
-                self.ratio_p99,
-                mb(self.peak_kib)
-            ),
-            goal: "≥ 0.8× minimal; RSS ≤ 64 MB",
-            met: self.ratio_median >= 0.8 && self.peak_kib <= 64 * 1024,
-        }
-    }
+/// The table row.
+pub fn row(t: &Transfer) -> Row {
+    t.row("P5", "`shell::fs::read` of a large file via channel", "cat")
 }
