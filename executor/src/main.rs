@@ -46,6 +46,7 @@ fn main() -> ExitCode {
     }
     let settings = confine::Settings {
         drop_capabilities: cli.drop_capabilities,
+        filter_self: true,
     };
     if let Err(e) = confine::init(settings) {
         tracing::error!("{e}");

@@ -1,10 +1,14 @@
 //! The only module with `unsafe`: the few raw syscalls that safe wrappers do
-//! not offer, the `pre_exec` hook that runs in a forked child, and the
+//! not offer, the spawn of a command ([`spawn_image`]: a `vfork`-style
+//! clone whose child runs the confinement sequence and `execve`), and the
 //! allocator tuning of [`bound_heap`].
 //!
-//! Security meaning: the child hook runs between `fork` and `exec` of a
-//! multi-threaded process, so it may use async-signal-safe raw syscalls only
-//! (no allocation, no locks, no env access). It puts the command in its own
+//! Security meaning: the child runs in the executor's address space until it
+//! execs, so it may use async-signal-safe calls only (no allocation, no
+//! locks, no env access) and reports failure through one shared word.
+//! Before the clone every signal is blocked, so no handler of ours can run
+//! in the child; the child resets every disposition to the default before
+//! unblocking. It puts the command in its own
 //! session (so the whole tree can be killed as one process group), ties its
 //! life to ours, enters the jailed cwd by fd (never by string) and marks every
 //! fd above stdio close-on-exec so no executor fd leaks into the command; it
@@ -14,12 +18,13 @@
 
 use crate::confine::sequence::{self, ChildCalls, ChildPlan};
 use crate::confine::DANGEROUS_CAPABILITIES;
-use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal};
 use seccompiler::sock_filter;
+use std::ffi::{c_char, CStr};
 use std::io;
-use std::os::unix::process::CommandExt;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Marks every fd from `first` upwards close-on-exec (`close_range` with
 /// `CLOSE_RANGE_CLOEXEC`): marking keeps them usable here, and unlike closing
@@ -79,22 +84,276 @@ pub fn adopt_inherited_fd(fd: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Installs the child-side spawn sequence ([`crate::confine::sequence`]) on
-/// `cmd`. Every fd in `plan` must stay open until `spawn` returns (std waits
-/// for the exec). A failed step comes back from `spawn` as a raw os error
-/// that [`sequence::StepError::decode`] reads.
-pub fn install_child_setup(cmd: &mut std::process::Command, plan: ChildPlan) {
-    let setup = move || -> io::Result<()> {
-        sequence::run(&mut RawChildCalls, &plan)
-            .map_err(|e| io::Error::from_raw_os_error(e.encode()))
-    };
-    // SAFETY: `setup` makes raw syscalls only (rustix's linux_raw backend and
-    // libc::syscall, see RawChildCalls): no allocation, locking or env access
-    // after fork. The io::Error it builds is `from_raw_os_error`, which
-    // allocates nothing.
-    unsafe {
-        cmd.pre_exec(setup);
+/// A program image ready to run: everything the child needs, allocated and
+/// laid out by the parent, so the child only reads memory and makes raw
+/// syscalls. Built by [`crate::exec::image`].
+pub struct ExecImage<'a> {
+    /// Paths to try in order (the `PATH` search, done up front).
+    pub candidates: &'a [&'a CStr],
+    /// Null-terminated `argv`.
+    pub argv: &'a [*const c_char],
+    /// Null-terminated `["/bin/sh", <candidate>, argv[1..]…]`, for a file
+    /// the kernel will not execute itself (`ENOEXEC`), as `execvp` does.
+    /// Slot 1 is filled in by the child.
+    pub script_argv: &'a mut [*const c_char],
+    /// Null-terminated `envp`.
+    pub envp: &'a [*const c_char],
+    /// The fds that become the child's stdin, stdout and stderr.
+    pub stdio: [RawFd; 3],
+    /// The confinement sequence.
+    pub plan: ChildPlan,
+}
+
+/// A spawned child: its pid and a pidfd to wait on.
+pub struct Spawned {
+    pub pid: Pid,
+    pub pidfd: OwnedFd,
+}
+
+/// The child's view of the spawn: the image plus the word it reports a
+/// failure in (shared memory: the child runs in our address space).
+struct Handoff<'a, 'b> {
+    image: &'a mut ExecImage<'b>,
+    /// 0 after a successful `execve`; else a raw os error, possibly a
+    /// [`sequence::StepError`] encoding.
+    error: AtomicI32,
+}
+
+/// The child's stack size; the sequence and `execve` need a few KiB.
+const CHILD_STACK: usize = 128 * 1024;
+
+/// A stack for children of this thread, with a guard page below it.
+struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl ChildStack {
+    fn new() -> io::Result<ChildStack> {
+        let page = 4096;
+        let len = CHILD_STACK + page;
+        // SAFETY: an anonymous private mapping at an address of the kernel's
+        // choosing; it aliases nothing.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the first page of the mapping we just made; no Rust object
+        // lives there.
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            let err = io::Error::last_os_error();
+            // SAFETY: unmapping exactly the mapping made above.
+            unsafe { libc::munmap(base, len) };
+            return Err(err);
+        }
+        Ok(ChildStack { base, len })
     }
+
+    /// The highest address: stacks grow down.
+    fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of our own mapping.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours and no child runs on it: a spawn
+        // returns only after its child has exec'd or exited.
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+thread_local! {
+    static STACK: std::cell::RefCell<Option<ChildStack>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Starts `image` in a new process the way `posix_spawn` does:
+/// `clone(CLONE_VM | CLONE_VFORK)`, so nothing of the executor's memory is
+/// copied and the calling thread sleeps until the child has called
+/// `execve` (or failed). The child runs the confinement sequence first.
+/// A failure in the child comes back as a raw os error; the child is then
+/// already reaped.
+pub fn spawn_image(image: &mut ExecImage<'_>) -> io::Result<Spawned> {
+    STACK.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(ChildStack::new()?);
+        }
+        let Some(stack) = slot.as_ref() else {
+            return Err(io::Error::from_raw_os_error(libc::ENOMEM));
+        };
+        spawn_on(stack, image)
+    })
+}
+
+fn spawn_on(stack: &ChildStack, image: &mut ExecImage<'_>) -> io::Result<Spawned> {
+    let mut handoff = Handoff {
+        image,
+        error: AtomicI32::new(0),
+    };
+    let mut pidfd: libc::c_int = -1;
+    // SAFETY: sigset_t is plain data that sigfillset/pthread_sigmask fill.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: blocking every signal on this thread for the few microseconds
+    // until the child execs, so no handler of ours ever runs in the child
+    // (it shares our memory); the child resets dispositions and unblocks.
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    }
+    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
+    // SAFETY: the child runs `child_main` on its own stack (ours, unused by
+    // anyone else: this thread sleeps until the child execs or exits, which
+    // CLONE_VFORK guarantees) with a pointer to `handoff`, which outlives the
+    // call for the same reason. `child_main` makes async-signal-safe calls
+    // only. CLONE_PIDFD stores the pidfd in `pidfd`.
+    let pid = unsafe {
+        libc::clone(
+            child_main,
+            stack.top(),
+            flags,
+            (&mut handoff as *mut Handoff<'_, '_>).cast(),
+            &mut pidfd as *mut libc::c_int,
+        )
+    };
+    let clone_error = io::Error::last_os_error();
+    // SAFETY: restoring the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    if pid < 0 {
+        return Err(clone_error);
+    }
+    // SAFETY: CLONE_PIDFD returned a fresh pidfd that nothing else owns.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    let error = handoff.error.load(Ordering::Acquire);
+    if error != 0 {
+        // The child has exited (vfork returned without an exec): reap it.
+        let _ = rustix::process::waitid(
+            rustix::process::WaitId::PidFd(pidfd.as_fd()),
+            rustix::process::WaitIdOptions::EXITED,
+        );
+        return Err(io::Error::from_raw_os_error(error));
+    }
+    let pid = Pid::from_raw(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+    Ok(Spawned { pid, pidfd })
+}
+
+/// Watches `fd` for readiness in the current tokio runtime (a pidfd turns
+/// readable when its process exits).
+pub fn watch(fd: OwnedFd) -> io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
+    // SAFETY: an OwnedFd is a valid open fd, and the AsyncFd owns it from
+    // here on, so it stays open and the same file until deregistered.
+    let watched = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+    };
+    watched.map_err(|e| e.into_parts().1)
+}
+
+/// The child: signals back to default, stdio in place, the confinement
+/// sequence, then `execve` of each candidate. Never returns on success.
+extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the parent's `Handoff`, alive and untouched by the
+    // parent until this child execs or exits.
+    let handoff = unsafe { &mut *arg.cast::<Handoff<'_, '_>>() };
+    let error = match child_steps(handoff.image) {
+        Ok(never) => match never {},
+        Err(e) => e,
+    };
+    handoff.error.store(error.max(1), Ordering::Release);
+    // SAFETY: _exit ends this child at once, running nothing of the
+    // parent's (no atexit handlers, no stdio flushing).
+    unsafe { libc::_exit(127) }
+}
+
+/// The child's work; `Err` carries the raw os error to report.
+fn child_steps(image: &mut ExecImage<'_>) -> Result<std::convert::Infallible, i32> {
+    reset_signals();
+    for (target, fd) in image.stdio.into_iter().enumerate() {
+        let target = target as libc::c_int;
+        // SAFETY: dup2 on fds the parent keeps open until we exec.
+        let rc = if fd == target {
+            unsafe { libc::fcntl(fd, libc::F_SETFD, 0) }
+        } else {
+            unsafe { libc::dup2(fd, target) }
+        };
+        if rc < 0 {
+            return Err(last_errno());
+        }
+    }
+    sequence::run(&mut RawChildCalls, &image.plan).map_err(|e| e.encode())?;
+    let mut denied = false;
+    let mut last = libc::ENOENT;
+    for path in image.candidates {
+        // SAFETY: every pointer is a NUL-terminated string or array the
+        // parent keeps alive until we exec.
+        unsafe { libc::execve(path.as_ptr(), image.argv.as_ptr(), image.envp.as_ptr()) };
+        last = last_errno();
+        if last == libc::ENOEXEC {
+            image.script_argv[1] = path.as_ptr();
+            // SAFETY: as above; slot 1 now points at the candidate.
+            unsafe {
+                libc::execve(
+                    image.script_argv[0],
+                    image.script_argv.as_ptr(),
+                    image.envp.as_ptr(),
+                )
+            };
+            return Err(last_errno());
+        }
+        match last {
+            libc::EACCES => denied = true,
+            libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
+            _ => return Err(last),
+        }
+    }
+    Err(if denied { libc::EACCES } else { last })
+}
+
+/// Every signal back to its default action and none blocked: a command
+/// starts as if from a fresh login, and no handler of ours can run in it.
+fn reset_signals() {
+    // The kernel's `struct sigaction` is at most four words on every Linux
+    // target; all zero is SIG_DFL with no flags and an empty mask. The raw
+    // call also resets the two signals glibc keeps for itself.
+    let default = [0u64; 4];
+    let none = 0u64;
+    for signal in 1..=64 {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: rt_sigaction reads the zeroed words and writes nothing
+        // (no old-action pointer); 8 is the kernel's sigset size.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                signal,
+                default.as_ptr(),
+                std::ptr::null_mut::<u64>(),
+                8usize,
+            )
+        };
+    }
+    // SAFETY: as above, with an empty mask and no old-mask pointer.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &none as *const u64,
+            std::ptr::null_mut::<u64>(),
+            8usize,
+        )
+    };
 }
 
 /// The real spawn-time syscalls, for a forked child: each method is one raw,
@@ -187,6 +446,16 @@ impl ChildCalls for RawChildCalls {
 /// Loads a seccomp filter into the calling thread (its children inherit
 /// it); needs `no_new_privs` or `CAP_SYS_ADMIN`. Allocation-free.
 pub fn load_seccomp(program: &[sock_filter]) -> Result<(), Errno> {
+    load_seccomp_with(program, 0)
+}
+
+/// Loads a seccomp filter into every thread of this process
+/// (`SECCOMP_FILTER_FLAG_TSYNC`), so no thread is left without it.
+pub fn load_seccomp_all_threads(program: &[sock_filter]) -> Result<(), Errno> {
+    load_seccomp_with(program, libc::SECCOMP_FILTER_FLAG_TSYNC as u32)
+}
+
+fn load_seccomp_with(program: &[sock_filter], flags: u32) -> Result<(), Errno> {
     let len = u16::try_from(program.len()).map_err(|_| Errno::INVAL)?;
     let prog = libc::sock_fprog {
         len,
@@ -199,11 +468,16 @@ pub fn load_seccomp(program: &[sock_filter]) -> Result<(), Errno> {
         libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            0u32,
+            flags,
             &prog as *const libc::sock_fprog,
         )
     };
-    errno_of(rc)
+    // With TSYNC a positive value names a thread that could not be synced.
+    match rc {
+        0 => Ok(()),
+        r if r > 0 => Err(Errno::PERM),
+        _ => Err(Errno::from_raw_os_error(last_errno())),
+    }
 }
 
 /// The kernel's Landlock ABI version (`landlock_create_ruleset` with

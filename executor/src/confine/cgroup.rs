@@ -6,6 +6,11 @@
 //! SIGKILLs the whole tree at once, with no pid to race. The leaf lives
 //! beneath the executor's own cgroup (a delegated subtree under systemd);
 //! where that is impossible the executor falls back to [`super::orphans`].
+//! A leaf whose command is done and that holds no process is kept as a spare
+//! and handed to a later command (making and removing a cgroup costs the
+//! kernel more than running a short command): an empty leaf can only be
+//! entered through its `cgroup.procs`, so the next command is again alone
+//! in it.
 #![forbid(unsafe_code)]
 
 use rustix::fd::{AsRawFd, OwnedFd, RawFd};
@@ -22,6 +27,12 @@ pub const FORCE_FALLBACK_ENV: &str = "IDE_EXECUTOR_FORCE_NO_CGROUP";
 /// Leaves that still held processes when their command was done (a
 /// background process of a command that exited normally); removed once empty.
 static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Empty leaves kept for later commands, at most [`SPARE_LEAVES`].
+static SPARE: Mutex<Vec<Leaf>> = Mutex::new(Vec::new());
+
+/// Enough for the commands that usually run at once; more are removed.
+const SPARE_LEAVES: usize = 32;
 
 /// Our own cgroup directory in a cgroup v2 hierarchy that has `cgroup.kill`
 /// and lets us create children.
@@ -75,9 +86,14 @@ impl Hierarchy {
         &self.dir
     }
 
-    /// Makes a fresh leaf and opens its `cgroup.procs` for the child to join.
+    /// Hands out an empty leaf, a spare or a fresh one, with its
+    /// `cgroup.procs` open for the child to join.
     pub fn create_leaf(&self) -> io::Result<Leaf> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
+        let spare = SPARE.lock().ok().and_then(|mut s| s.pop());
+        if let Some(leaf) = spare.filter(|l| l.dir.starts_with(&self.dir)) {
+            return Ok(leaf);
+        }
         prune_pending();
         let pid = std::process::id();
         let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
@@ -99,6 +115,41 @@ impl Hierarchy {
 pub struct Leaf {
     dir: PathBuf,
     procs: OwnedFd,
+}
+
+/// A leaf whose command is done: kept as a spare when empty, removed (now
+/// or once it empties) otherwise.
+#[derive(Debug)]
+pub struct Done(Option<Leaf>);
+
+impl From<Leaf> for Done {
+    fn from(leaf: Leaf) -> Done {
+        Done(Some(leaf))
+    }
+}
+
+impl Done {
+    /// The leaf, while it is held.
+    pub fn leaf(&self) -> Option<&Leaf> {
+        self.0.as_ref()
+    }
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        let Some(leaf) = self.0.take() else {
+            return;
+        };
+        if leaf.populated().is_ok_and(|p| !p) {
+            if let Ok(mut spare) = SPARE.lock() {
+                if spare.len() < SPARE_LEAVES {
+                    spare.push(leaf);
+                    return;
+                }
+            }
+        }
+        drop(leaf);
+    }
 }
 
 impl Leaf {
@@ -145,7 +196,7 @@ impl Drop for Leaf {
     fn drop(&mut self) {
         if std::fs::remove_dir(&self.dir).is_err() && self.dir.exists() {
             if let Ok(mut pending) = PENDING.lock() {
-                pending.push(self.dir.clone());
+                pending.push(std::mem::take(&mut self.dir));
             }
         }
     }
@@ -291,7 +342,7 @@ mod tests {
     }
 
     #[test]
-    fn a_leaf_kills_everything_in_it_and_is_removed() {
+    fn a_leaf_kills_everything_in_it_and_only_an_empty_one_is_reused() {
         let Some(hierarchy) = Hierarchy::detect() else {
             eprintln!("skipped: no usable cgroup v2 hierarchy with cgroup.kill here");
             return;
@@ -321,7 +372,26 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert!(emptied);
-        drop(leaf);
-        assert!(!dir.exists());
+        drop(Done::from(leaf));
+        assert!(dir.exists(), "an empty leaf is kept as a spare");
+        let again = hierarchy.create_leaf().unwrap();
+        assert!(!again.populated().unwrap());
+        let busy = hierarchy.create_leaf().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("100")
+            .spawn()
+            .unwrap();
+        std::fs::write(busy.dir().join("cgroup.procs"), child.id().to_string()).unwrap();
+        let busy_dir = busy.dir().to_path_buf();
+        drop(Done::from(busy));
+        let next = hierarchy.create_leaf().unwrap();
+        assert_ne!(
+            next.dir(),
+            busy_dir,
+            "a leaf that holds a process is never reused"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        drop((again, next));
     }
 }

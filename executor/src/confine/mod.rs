@@ -8,7 +8,13 @@
 //! start-up ([`seccomp`]). The child then only replays raw syscalls in a
 //! fixed order ([`sequence`]). A command that asked for confinement this
 //! host cannot enforce never runs ([`ErrorKind::Unconfinable`], S222); every
-//! command, confined or not, gets the seccomp baseline. When a command is
+//! command, confined or not, runs under the seccomp baseline. The executor
+//! binary loads the baseline into itself at start-up
+//! ([`Settings::filter_self`]), before any thread or request exists, and
+//! its commands inherit it: loading a filter costs the kernel a copy, a JIT
+//! compile and a verdict cache per process, which per spawn was the largest
+//! single cost of running a short command. A confined command still loads
+//! its own extra filter. When a command is
 //! killed (timeout, kill, cancel, the broker gone) its whole tree dies:
 //! `cgroup.kill` where the host has cgroup v2, else the subreaper sweep of
 //! [`orphans`].
@@ -23,15 +29,16 @@ mod recent;
 pub mod seccomp;
 pub mod sequence;
 
+use crate::exec::image::Image;
 use crate::sys;
 use ide_proto::{Confinement, ErrorKind, ExecutorError};
 use rustix::fd::{AsRawFd, OwnedFd, RawFd};
+use rustix::io::Errno;
 use rustix::process::Pid;
 use rustix::thread::CapabilitySet;
 use sequence::{ChildPlan, StepError};
 use std::io;
 use std::sync::OnceLock;
-use tokio::process::{Child, Command};
 
 /// Operator choices from the executor's command line.
 #[derive(Debug, Clone, Copy, Default)]
@@ -39,6 +46,11 @@ pub struct Settings {
     /// Drop dangerous capabilities (SYS_ADMIN, SYS_MODULE, SYS_PTRACE, …)
     /// from every command, confined or not.
     pub drop_capabilities: bool,
+    /// Load the seccomp baseline into the executor itself (every thread),
+    /// so commands inherit it instead of loading it per spawn. The binary
+    /// sets it; in-process tests leave it off and each command loads the
+    /// baseline as before.
+    pub filter_self: bool,
 }
 
 /// Capabilities a command loses when [`Settings::drop_capabilities`] is on:
@@ -69,6 +81,8 @@ struct Host {
     cgroups: Option<cgroup::Hierarchy>,
     /// Without `CAP_SYS_ADMIN` a seccomp filter needs `no_new_privs`.
     filter_needs_no_new_privs: bool,
+    /// The executor runs under the baseline, so its commands inherit it.
+    inherits_baseline: bool,
     settings: Settings,
 }
 
@@ -84,14 +98,53 @@ impl Host {
         let has_sys_admin = rustix::thread::capabilities(None)
             .map(|c| c.effective.contains(CapabilitySet::SYS_ADMIN))
             .unwrap_or(false);
+        let filter_needs_no_new_privs = !has_sys_admin;
+        let inherits_baseline = settings.filter_self
+            && match filter_self(&programs, filter_needs_no_new_privs) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(
+                        "cannot load the seccomp baseline into the executor ({e}); \
+                         every command loads it itself"
+                    );
+                    false
+                }
+            };
         Ok(Host {
             programs,
             landlock_abi: sys::landlock_abi().unwrap_or(0),
             cgroups,
-            filter_needs_no_new_privs: !has_sys_admin,
+            filter_needs_no_new_privs,
+            inherits_baseline,
             settings,
         })
     }
+
+    /// The filters a command loads, in order (see [`ChildPlan::seccomp`]).
+    fn filters(&'static self, confined: bool) -> [&'static [seccompiler::sock_filter]; 3] {
+        let extra: &[_] = match (confined, self.landlock_abi < 3) {
+            (true, true) => &self.programs.set_id_with_truncate,
+            (true, false) => &self.programs.set_id,
+            (false, _) => &[],
+        };
+        if self.inherits_baseline {
+            [&[], &[], extra]
+        } else {
+            [&self.programs.guard, &self.programs.baseline, extra]
+        }
+    }
+}
+
+/// Loads the guard and the baseline into every thread of this process
+/// (none of the executor's own calls is on the deny list). Without
+/// `CAP_SYS_ADMIN` the kernel wants `no_new_privs` first; every command
+/// would get it anyway for the same reason.
+fn filter_self(programs: &seccomp::Programs, needs_no_new_privs: bool) -> Result<(), Errno> {
+    if needs_no_new_privs {
+        rustix::thread::set_no_new_privs(true)?;
+    }
+    sys::load_seccomp_all_threads(&programs.guard)?;
+    sys::load_seccomp_all_threads(&programs.baseline)
 }
 
 /// Probes the host and compiles the seccomp programs; call once at start-up
@@ -127,7 +180,7 @@ fn host() -> Result<&'static Host, ExecutorError> {
 pub struct Prepared {
     host: &'static Host,
     ruleset: Option<OwnedFd>,
-    leaf: Option<cgroup::Leaf>,
+    leaf: Option<cgroup::Done>,
 }
 
 /// Prepares the confinement of one command. `Unconfinable` (nothing may
@@ -142,12 +195,12 @@ pub fn prepare(confine: Option<&Confinement>) -> Result<Prepared, ExecutorError>
         })
         .transpose()?;
     let leaf = match &host.cgroups {
-        Some(h) => Some(h.create_leaf().map_err(|e| {
+        Some(h) => Some(cgroup::Done::from(h.create_leaf().map_err(|e| {
             ExecutorError::new(
                 ErrorKind::Internal,
                 format!("cannot create the command's cgroup: {e}"),
             )
-        })?),
+        })?)),
         None => None,
     };
     Ok(Prepared {
@@ -172,43 +225,44 @@ impl Prepared {
         self.ruleset.is_some()
     }
 
-    /// Spawns `cmd` with the child sequence installed; `cwd` is a directory
-    /// fd that stays open until this returns. The ruleset fd is closed here
-    /// once the child has it.
-    pub fn spawn(self, cmd: &mut Command, cwd: Option<RawFd>) -> io::Result<(Child, Guard)> {
+    /// Spawns `image` with `stdio` through the child sequence; `cwd` is a
+    /// directory fd that stays open until this returns. The ruleset fd is
+    /// closed here once the child has it.
+    pub fn spawn(
+        self,
+        image: &Image,
+        stdio: [RawFd; 3],
+        cwd: Option<RawFd>,
+    ) -> io::Result<(sys::Spawned, Guard)> {
         let host = self.host;
         let confined = self.confined();
-        let main = match (confined, host.landlock_abi < 3) {
-            (true, true) => &host.programs.confined_with_truncate,
-            (true, false) => &host.programs.confined,
-            (false, _) => &host.programs.baseline,
-        };
         let plan = ChildPlan {
             parent: rustix::process::getpid(),
-            cgroup_procs: self.leaf.as_ref().map(cgroup::Leaf::procs_fd),
+            cgroup_procs: self
+                .leaf
+                .as_ref()
+                .and_then(cgroup::Done::leaf)
+                .map(cgroup::Leaf::procs_fd),
             cwd,
             drop_capabilities: host.settings.drop_capabilities,
             no_new_privs: confined
                 || host.settings.drop_capabilities
                 || host.filter_needs_no_new_privs,
             landlock: self.ruleset.as_ref().map(AsRawFd::as_raw_fd),
-            seccomp: [&host.programs.guard, main],
+            seccomp: host.filters(confined),
         };
-        sys::install_child_setup(cmd.as_std_mut(), plan);
-        let fallback = self.leaf.is_none();
-        let child = if fallback {
+        let spawn = || image.with_raw(stdio, plan, sys::spawn_image);
+        let child = if self.leaf.is_none() {
             let mut spawned = orphans::lock();
-            let child = cmd.spawn()?;
-            if let Some(pid) = child.id() {
-                orphans::register(&mut spawned, pid as i32);
-            }
+            let child = spawn()?;
+            orphans::register(&mut spawned, child.pid.as_raw_nonzero().get());
             child
         } else {
-            cmd.spawn()?
+            spawn()?
         };
         let guard = Guard {
             leaf: self.leaf,
-            pid: child.id().map(|p| p as i32),
+            pid: Some(child.pid.as_raw_nonzero().get()),
         };
         Ok((child, guard))
     }
@@ -217,7 +271,7 @@ impl Prepared {
 /// Kills a command's whole tree; held as long as the command's leader.
 #[derive(Debug)]
 pub struct Guard {
-    leaf: Option<cgroup::Leaf>,
+    leaf: Option<cgroup::Done>,
     pid: Option<i32>,
 }
 
@@ -225,7 +279,7 @@ impl Guard {
     /// SIGKILLs everything the command started. Call it only while `leader`
     /// is unreaped (the fallback walks the tree from it).
     pub fn kill_tree(&self, leader: Pid) {
-        match &self.leaf {
+        match self.leaf.as_ref().and_then(cgroup::Done::leaf) {
             Some(leaf) => {
                 if let Err(e) = leaf.kill() {
                     tracing::warn!("cgroup.kill of {} failed: {e}", leaf.dir().display());

@@ -144,29 +144,30 @@ pub const SET_ID_MODES: &[Denied] = &[
 /// cannot refuse `truncate(2)` outside the writable paths.
 pub const TRUNCATE: Denied = always("truncate", libc::SYS_truncate);
 
-/// The compiled programs.
+/// The compiled programs. The kernel runs every filter a process has
+/// stacked and the most severe verdict wins, so a confined command adds its
+/// extra denials as one more small filter on top of the baseline.
 #[derive(Debug, Clone)]
 pub struct Programs {
     /// Architecture, x32 and `clone3` guard; loaded first.
     pub guard: BpfProgram,
-    /// [`BASELINE`]: every unconfined command.
+    /// [`BASELINE`]: every command.
     pub baseline: BpfProgram,
-    /// [`BASELINE`] plus [`SET_ID_MODES`]: a confined command.
-    pub confined: BpfProgram,
-    /// `confined` plus [`TRUNCATE`], for Landlock before ABI 3.
-    pub confined_with_truncate: BpfProgram,
+    /// [`SET_ID_MODES`]: added for a confined command.
+    pub set_id: BpfProgram,
+    /// `set_id` plus [`TRUNCATE`], for Landlock before ABI 3.
+    pub set_id_with_truncate: BpfProgram,
 }
 
 /// Compiles every program for the architecture we run on.
 pub fn compile() -> Result<Programs, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-    let confined: Vec<Denied> = BASELINE.iter().chain(SET_ID_MODES).copied().collect();
-    let with_truncate: Vec<Denied> = confined.iter().copied().chain([TRUNCATE]).collect();
+    let with_truncate: Vec<Denied> = SET_ID_MODES.iter().copied().chain([TRUNCATE]).collect();
     Ok(Programs {
         guard: guard(arch),
         baseline: deny_list(BASELINE, arch)?,
-        confined: deny_list(&confined, arch)?,
-        confined_with_truncate: deny_list(&with_truncate, arch)?,
+        set_id: deny_list(SET_ID_MODES, arch)?,
+        set_id_with_truncate: deny_list(&with_truncate, arch)?,
     })
 }
 
@@ -297,20 +298,28 @@ mod tests {
         panic!("the program ran off its end");
     }
 
-    /// Both filters, as the kernel combines them (the most severe wins).
-    fn verdict(p: &Programs, arch: u32, nr: i64, args: [u64; 6]) -> u32 {
-        let guard = eval(&p.guard, arch, nr, args);
-        let main = eval(&p.baseline, arch, nr, args);
+    /// Stacked filters, as the kernel combines them (the most severe wins).
+    fn stacked(programs: &[&BpfProgram], arch: u32, nr: i64, args: [u64; 6]) -> u32 {
         let rank = |r: u32| match r & libc::SECCOMP_RET_ACTION_FULL {
             libc::SECCOMP_RET_KILL_PROCESS => 0,
             libc::SECCOMP_RET_ERRNO => 1,
             _ => 2,
         };
-        if rank(guard) <= rank(main) {
-            guard
-        } else {
-            main
-        }
+        programs
+            .iter()
+            .map(|p| eval(p, arch, nr, args))
+            .min_by_key(|r| rank(*r))
+            .unwrap()
+    }
+
+    /// What every command runs under.
+    fn verdict(p: &Programs, arch: u32, nr: i64, args: [u64; 6]) -> u32 {
+        stacked(&[&p.guard, &p.baseline], arch, nr, args)
+    }
+
+    /// What a confined command runs under.
+    fn confined(p: &Programs, extra: &BpfProgram, nr: i64, args: [u64; 6]) -> u32 {
+        stacked(&[&p.guard, &p.baseline, extra], native(), nr, args)
     }
 
     fn native() -> u32 {
@@ -427,13 +436,13 @@ mod tests {
     #[test]
     fn the_truncate_variant_adds_only_truncate() {
         let p = compile().unwrap();
-        let run = |nr| eval(&p.confined_with_truncate, native(), nr, args(0, 0));
+        let run = |nr| confined(&p, &p.set_id_with_truncate, nr, args(0, 0));
         assert_eq!(run(libc::SYS_truncate), errno(libc::EPERM));
         assert_eq!(run(libc::SYS_mount), errno(libc::EPERM));
         assert_eq!(run(libc::SYS_ftruncate), ALLOW);
         assert_eq!(run(libc::SYS_write), ALLOW);
         assert_eq!(
-            eval(&p.confined, native(), libc::SYS_truncate, args(0, 0)),
+            confined(&p, &p.set_id, libc::SYS_truncate, args(0, 0)),
             ALLOW
         );
     }
@@ -444,10 +453,7 @@ mod tests {
         let mode_at = |nr: i64, arg: usize, mode: u32| {
             let mut a = [0u64; 6];
             a[arg] = u64::from(mode);
-            (
-                eval(&p.confined, native(), nr, a),
-                eval(&p.baseline, native(), nr, a),
-            )
+            (confined(&p, &p.set_id, nr, a), verdict(&p, native(), nr, a))
         };
         for (nr, arg) in [
             (libc::SYS_fchmod, 1),

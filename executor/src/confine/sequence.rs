@@ -7,7 +7,10 @@
 //! inherited fd close-on-exec. Only then is it locked down: `no_new_privs`
 //! (so no setuid binary or file capability can undo what follows), Landlock,
 //! and seccomp last, so the filter never has to allow the setup calls before
-//! it (bubblewrap, nsjail and youki use the same order). Every step runs in a
+//! it (bubblewrap, nsjail and youki use the same order). The seccomp baseline
+//! denies none of those setup calls, which is why an executor that already
+//! runs under it may let its commands inherit it instead of loading it again
+//! ([`crate::confine::filter_self`]). Every step runs in a
 //! forked child of a multi-threaded process, so each is one raw,
 //! async-signal-safe syscall behind [`ChildCalls`]; a recording fake checks
 //! the order in unit tests without root.
@@ -135,8 +138,9 @@ pub struct ChildPlan {
     pub no_new_privs: bool,
     /// The Landlock ruleset of a confined command.
     pub landlock: Option<RawFd>,
-    /// Loaded in order; the last one loaded is the main deny list.
-    pub seccomp: [&'static [sock_filter]; 2],
+    /// Loaded in order; an empty program is skipped (the command inherits
+    /// the executor's baseline, or needs no extra filter).
+    pub seccomp: [&'static [sock_filter]; 3],
 }
 
 /// Runs the sequence; the first failing step stops it.
@@ -170,7 +174,7 @@ pub fn run(calls: &mut impl ChildCalls, plan: &ChildPlan) -> Result<(), StepErro
             .restrict_landlock(ruleset)
             .map_err(at(Step::Landlock))?;
     }
-    for program in plan.seccomp {
+    for program in plan.seccomp.into_iter().filter(|p| !p.is_empty()) {
         calls.load_seccomp(program).map_err(at(Step::Seccomp))?;
     }
     Ok(())
@@ -270,7 +274,7 @@ mod tests {
             drop_capabilities: true,
             no_new_privs: true,
             landlock: Some(9),
-            seccomp: [&GUARD, &MAIN],
+            seccomp: [&GUARD, &MAIN, &GUARD],
         }
     }
 
@@ -300,6 +304,7 @@ mod tests {
                 "landlock:9",
                 "seccomp:1",
                 "seccomp:2",
+                "seccomp:1",
             ]
         );
     }
@@ -312,6 +317,7 @@ mod tests {
             drop_capabilities: false,
             no_new_privs: false,
             landlock: None,
+            seccomp: [&GUARD, &MAIN, &[]],
             ..confined()
         };
         let mut r = recorder();
@@ -328,6 +334,28 @@ mod tests {
                 "seccomp:2"
             ]
         );
+    }
+
+    #[test]
+    fn an_inherited_baseline_is_not_loaded_again() {
+        let plan = ChildPlan {
+            seccomp: [&[], &[], &GUARD],
+            ..confined()
+        };
+        let mut r = recorder();
+        run(&mut r, &plan).unwrap();
+        assert_eq!(
+            r.calls.iter().filter(|c| c.starts_with("seccomp")).count(),
+            1
+        );
+        assert_eq!(r.calls.last().unwrap(), "seccomp:1");
+        let plan = ChildPlan {
+            seccomp: [&[], &[], &[]],
+            ..confined()
+        };
+        let mut r = recorder();
+        run(&mut r, &plan).unwrap();
+        assert!(!r.calls.iter().any(|c| c.starts_with("seccomp")));
     }
 
     #[test]

@@ -2,11 +2,13 @@
 //! itself is never confined, only the children it starts.
 
 use super::*;
+use crate::exec::spawn::{spawn, Leader};
 use ide_proto::Confinement;
+use ide_proto::{EnvSpec, ExecSpec};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
+use tokio::io::AsyncReadExt;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -40,25 +42,46 @@ struct Ran {
     code: Option<i32>,
 }
 
+/// Spawns `argv` through the real spawn path (stdin `/dev/null`, the test
+/// process's environment).
+fn start(
+    argv: &[&str],
+    confine: Option<Confinement>,
+) -> Result<(Leader, crate::exec::spawn::Pipes), ExecutorError> {
+    let spec = ExecSpec {
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        env: EnvSpec {
+            inherit: true,
+            allow: vec![],
+            set: vec![],
+        },
+        cwd: None,
+        stdin: ide_proto::Stdin::Null,
+        timeout_ms: 0,
+        max_output_bytes: 1 << 20,
+        confine,
+    };
+    spawn(&spec, std::env::vars_os().collect(), None)
+}
+
 async fn run(argv: &[&str], confine: Option<Confinement>) -> Result<Ran, ExecutorError> {
-    let prepared = prepare(confine.as_ref())?;
-    let confined = prepared.confined();
-    let mut cmd = Command::new(argv[0]);
-    cmd.args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let (child, _guard) = prepared
-        .spawn(&mut cmd, None)
-        .map_err(|e| spawn_error(&e, confined).unwrap_or_else(|| panic!("spawn: {e}")))?;
-    let out = tokio::time::timeout(LIMIT, child.wait_with_output())
+    let (mut leader, mut pipes) = start(argv, confine)?;
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let ran = async {
+        let (out, err) = tokio::join!(
+            pipes.stdout.read_to_end(&mut stdout),
+            pipes.stderr.read_to_end(&mut stderr)
+        );
+        out.and(err).unwrap();
+        leader.wait().await.unwrap()
+    };
+    let status = tokio::time::timeout(LIMIT, ran)
         .await
-        .expect("the command did not finish")
-        .unwrap();
+        .expect("the command did not finish");
     Ok(Ran {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        code: status.code(),
     })
 }
 
@@ -160,11 +183,7 @@ async fn a_missing_writable_path_is_skipped() {
 async fn a_killed_tree_leaves_no_escaped_descendant() {
     let marker = format!("100{}.{}", std::process::id(), line!());
     let script = format!("setsid sleep {marker} & (sleep {marker} &) & exec sleep {marker}");
-    let prepared = prepare(None).unwrap();
-    let mut cmd = Command::new("sh");
-    cmd.args(["-c", &script]).stdin(Stdio::null());
-    let (mut child, guard) = prepared.spawn(&mut cmd, None).unwrap();
-    let pid = Pid::from_raw(child.id().unwrap() as i32).unwrap();
+    let (mut leader, _pipes) = start(&["sh", "-c", &script], None).unwrap();
     let running = || {
         std::fs::read_dir("/proc")
             .unwrap()
@@ -189,8 +208,8 @@ async fn a_killed_tree_leaves_no_escaped_descendant() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(all_started, "expected three sleeps, saw {}", running());
-    guard.kill_tree(pid);
-    tokio::time::timeout(LIMIT, child.wait())
+    leader.kill_group();
+    tokio::time::timeout(LIMIT, leader.wait())
         .await
         .unwrap()
         .unwrap();

@@ -12,7 +12,9 @@
 #![forbid(unsafe_code)]
 
 pub mod floor;
+pub mod image;
 pub mod output;
+pub mod process;
 pub mod spawn;
 
 use crate::ceiling::open_anchor;
@@ -26,7 +28,7 @@ use spawn::Leader;
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
-use tokio::process::{ChildStderr, ChildStdout};
+use tokio::net::unix::pipe;
 use tokio::task::JoinHandle;
 
 /// How long output is still read after the leader exited.
@@ -42,8 +44,8 @@ pub fn cancelled() -> ExecutorError {
 pub struct Launched {
     /// The process group leader.
     pub leader: Leader,
-    pub stdout: ChildStdout,
-    pub stderr: ChildStderr,
+    pub stdout: pipe::Receiver,
+    pub stderr: pipe::Receiver,
     /// When the command was spawned.
     pub started: Instant,
     /// Feeds stdin; aborted when this is dropped.
@@ -69,9 +71,9 @@ pub fn launch(
         .transpose()?;
     let env = executor.env.child_env(&spec.env);
     let started = Instant::now();
-    let mut leader = spawn::spawn(&spec, env, cwd.as_ref())?;
+    let (leader, pipes) = spawn::spawn(&spec, env, cwd.as_ref())?;
     drop(cwd);
-    let feeder = match (spec.stdin, leader.child.stdin.take()) {
+    let feeder = match (spec.stdin, pipes.stdin) {
         (Stdin::Bytes(bytes), Some(mut pipe)) => Some(AbortOnDrop(tokio::spawn(async move {
             // EPIPE (the child stopped reading) is the child's business.
             let _ = pipe.write_all(&bytes).await;
@@ -91,17 +93,10 @@ pub fn launch(
         }
         _ => None,
     };
-    let (Some(stdout), Some(stderr)) = (leader.child.stdout.take(), leader.child.stderr.take())
-    else {
-        return Err(ExecutorError::new(
-            ErrorKind::Internal,
-            "output pipes are missing",
-        ));
-    };
     Ok(Launched {
         leader,
-        stdout,
-        stderr,
+        stdout: pipes.stdout,
+        stderr: pipes.stderr,
         started,
         feeder,
     })

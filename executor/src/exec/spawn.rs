@@ -9,21 +9,26 @@
 //! tree (its cgroup, or the subreaper sweep), escaped descendants included.
 #![forbid(unsafe_code)]
 
+use super::image::Image;
+use super::process::Process;
 use crate::confine;
 use ide_proto::{ErrorKind, ExecSpec, ExecutorError};
 use rustix::fd::{AsRawFd, OwnedFd};
+use rustix::fs::{Mode, OFlags};
+use rustix::pipe::PipeFlags;
 use rustix::process::{Pid, Signal};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
-use std::process::{ExitStatus, Stdio};
-use tokio::process::{Child, Command};
+use std::process::ExitStatus;
+use std::sync::OnceLock;
+use tokio::net::unix::pipe;
 
 /// A running command whose process group we may signal.
 #[derive(Debug)]
 pub struct Leader {
-    /// The group leader; tokio's `id()` turns `None` once it is reaped.
-    pub child: Child,
+    /// The group leader; its `id()` turns `None` once it is reaped.
+    pub child: Process,
     /// Kills the command's whole tree.
     tree: confine::Guard,
 }
@@ -46,10 +51,19 @@ impl Leader {
 
 impl Drop for Leader {
     /// A request abandoned mid-run (its task dropped) still leaves nothing
-    /// behind: tokio reaps the killed leader in the background.
+    /// behind: the killed leader is reaped in the background.
     fn drop(&mut self) {
         self.kill_group();
     }
+}
+
+/// Our ends of a command's stdio.
+#[derive(Debug)]
+pub struct Pipes {
+    /// Present when the command reads piped stdin.
+    pub stdin: Option<pipe::Sender>,
+    pub stdout: pipe::Receiver,
+    pub stderr: pipe::Receiver,
 }
 
 /// Spawns `spec.argv` with `env` in `cwd` (the executor's own cwd when
@@ -57,35 +71,76 @@ impl Drop for Leader {
 /// and `/dev/null` otherwise.
 ///
 /// Call it from an async task (a runtime worker thread), never from the
-/// blocking pool: the child's death signal fires when the *thread* that forked
-/// it exits, and blocking-pool threads exit when idle.
+/// blocking pool: the child's death signal fires when the *thread* that
+/// spawned it exits, and blocking-pool threads exit when idle.
 pub fn spawn(
     spec: &ExecSpec,
     env: BTreeMap<OsString, OsString>,
     cwd: Option<&OwnedFd>,
-) -> Result<Leader, ExecutorError> {
-    let Some((argv0, args)) = spec.argv.split_first() else {
+) -> Result<(Leader, Pipes), ExecutorError> {
+    let Some(argv0) = spec.argv.first() else {
         return Err(ExecutorError::new(ErrorKind::Invalid, "empty command"));
     };
-    let mut cmd = Command::new(argv0);
-    cmd.args(args)
-        .env_clear()
-        .envs(env)
-        .stdin(if spec.stdin == ide_proto::Stdin::Null {
-            Stdio::null()
-        } else {
-            Stdio::piped()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let image = Image::new(&spec.argv, &env).map_err(|e| spawn_error(argv0, &e))?;
+    let io_error = |e: io::Error| spawn_error(argv0, &e);
+    let (stdin_child, stdin_ours) = if spec.stdin == ide_proto::Stdin::Null {
+        (None, None)
+    } else {
+        let (read, write) = pipe_pair().map_err(io_error)?;
+        (Some(read), Some(write))
+    };
+    let null = dev_null().map_err(io_error)?;
+    let stdin_fd = stdin_child.as_ref().map_or(null, AsRawFd::as_raw_fd);
+    let (stdout_ours, stdout_child) = pipe_pair().map_err(io_error)?;
+    let (stderr_ours, stderr_child) = pipe_pair().map_err(io_error)?;
     let confinement = confine::prepare(spec.confine.as_ref())?;
     let confined = confinement.confined();
-    let (child, tree) = confinement
-        .spawn(&mut cmd, cwd.map(|fd| fd.as_raw_fd()))
+    let stdio = [stdin_fd, stdout_child.as_raw_fd(), stderr_child.as_raw_fd()];
+    let (spawned, tree) = confinement
+        .spawn(&image, stdio, cwd.map(AsRawFd::as_raw_fd))
         .map_err(|e| {
             confine::spawn_error(&e, confined).unwrap_or_else(|| spawn_error(argv0, &e))
         })?;
-    Ok(Leader { child, tree })
+    drop((stdin_child, stdout_child, stderr_child));
+    let leader = Leader {
+        child: Process::new(spawned).map_err(io_error)?,
+        tree,
+    };
+    let pipes = Pipes {
+        stdin: stdin_ours.map(sender).transpose().map_err(io_error)?,
+        stdout: receiver(stdout_ours).map_err(io_error)?,
+        stderr: receiver(stderr_ours).map_err(io_error)?,
+    };
+    Ok((leader, pipes))
+}
+
+/// `(read, write)`, both close-on-exec.
+fn pipe_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    Ok(rustix::pipe::pipe_with(PipeFlags::CLOEXEC)?)
+}
+
+/// One `/dev/null` opened for reading, shared as every command's stdin.
+fn dev_null() -> io::Result<std::os::fd::RawFd> {
+    static NULL: OnceLock<OwnedFd> = OnceLock::new();
+    if let Some(fd) = NULL.get() {
+        return Ok(fd.as_raw_fd());
+    }
+    let fd = rustix::fs::open(
+        "/dev/null",
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )?;
+    Ok(NULL.get_or_init(|| fd).as_raw_fd())
+}
+
+fn receiver(fd: OwnedFd) -> io::Result<pipe::Receiver> {
+    rustix::fs::fcntl_setfl(&fd, OFlags::NONBLOCK)?;
+    pipe::Receiver::from_owned_fd_unchecked(fd)
+}
+
+fn sender(fd: OwnedFd) -> io::Result<pipe::Sender> {
+    rustix::fs::fcntl_setfl(&fd, OFlags::NONBLOCK)?;
+    pipe::Sender::from_owned_fd_unchecked(fd)
 }
 
 /// The spec's wording for a failed spawn (S216).

@@ -423,3 +423,60 @@ async fn the_child_leads_its_own_session() {
     assert_eq!(fields.get(2), Some(&pid), "pgrp in {stat}");
     assert_eq!(fields.get(3), Some(&pid), "session in {stat}");
 }
+
+#[tokio::test]
+async fn the_child_starts_with_default_signals_and_none_blocked() {
+    // The executor ignores SIGPIPE (Rust does) and blocks every signal for
+    // the instant of the spawn; neither may reach the command.
+    let status = run_spec(spec(&["cat", "/proc/self/status"])).await.stdout();
+    for field in ["SigBlk:", "SigIgn:"] {
+        let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+        assert_eq!(line, format!("{field}\t0000000000000000"), "{status}");
+    }
+}
+
+#[tokio::test]
+async fn a_file_without_an_interpreter_line_runs_under_sh() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("plain");
+    std::fs::write(&script, "echo from-sh \"$1\"\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ran = run_spec(spec(&[script.to_str().unwrap(), "arg"])).await;
+    assert_eq!(ran.stdout(), "from-sh arg\n");
+}
+
+#[tokio::test]
+async fn the_path_search_skips_what_it_may_not_run_and_reports_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, second) = (tmp.path().join("a"), tmp.path().join("b"));
+    for dir in [&first, &second] {
+        std::fs::create_dir(dir).unwrap();
+    }
+    std::fs::write(first.join("tool"), "#!/bin/sh\necho first\n").unwrap();
+    std::fs::write(second.join("tool"), "#!/bin/sh\necho second\n").unwrap();
+    std::fs::set_permissions(second.join("tool"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", first.display(), second.display());
+    let ex = executor_with_env(vec![("PATH".into(), path.into())]);
+    let (_handle, cancel) = Cancel::pair();
+    let ran = run_with(&ex, spec(&["tool"]), cancel).await;
+    assert_eq!(
+        ran.stdout(),
+        "second\n",
+        "a non-executable match is skipped"
+    );
+    std::fs::remove_file(second.join("tool")).unwrap();
+    let (_handle, cancel) = Cancel::pair();
+    let err = run_with(&ex, spec(&["tool"]), cancel)
+        .await
+        .result
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Internal);
+    assert!(
+        err.message.starts_with("tool: spawn failed: "),
+        "{}",
+        err.message
+    );
+    assert!(err.message.contains("denied"), "{}", err.message);
+}

@@ -406,6 +406,43 @@ async fn a_root_broker_drops_to_nobody_while_the_executor_keeps_root() {
 }
 
 #[tokio::test]
+async fn the_executor_runs_under_the_baseline_and_its_commands_inherit_it() {
+    let world = boot_with(unjailed()).await;
+    let executor = children(world.ide.pid())[0];
+    let filters = |status: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Seccomp_filters:\t"))
+            .and_then(|n| n.parse::<u32>().ok())
+    };
+    let mut seen = None;
+    let tasks = std::fs::read_dir(format!("/proc/{executor}/task")).unwrap();
+    for task in tasks.flatten() {
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        assert!(status.lines().any(|l| l == "Seccomp:\t2"), "{status}");
+        seen = filters(&status);
+        assert!(seen >= Some(2), "{status}");
+    }
+    let r = world
+        .exec(json!({"command": "cat", "args": ["/proc/self/status"]}))
+        .await;
+    let status = r["stdout"].as_str().unwrap();
+    assert_eq!(
+        filters(status),
+        seen,
+        "an unconfined command adds no filter"
+    );
+    let r = world
+        .exec(json!({"command": "unshare", "args": ["-U", "true"]}))
+        .await;
+    assert_ne!(r["exit_code"], json!(0), "{r}");
+    assert!(
+        r["stderr"].as_str().unwrap().contains("not permitted"),
+        "{r}"
+    );
+}
+
+#[tokio::test]
 async fn a_confined_command_cannot_write_outside_its_paths() {
     if !landlock_or_skip() {
         return;
