@@ -249,6 +249,87 @@ fn spawn_on(stack: &ChildStack, image: &mut ExecImage<'_>) -> io::Result<Spawned
     Ok(Spawned { pid, pidfd })
 }
 
+/// A thread that spawns commands under per-thread state the rest of the
+/// executor must not have (a seccomp filter, `no_new_privs`): children
+/// inherit the state of the thread that clones them, so state loaded once
+/// here costs nothing per spawn. The thread lives as long as the process,
+/// which is what the children's death signal is tied to.
+pub struct Spawner {
+    calls: std::sync::Mutex<std::sync::mpsc::Sender<SpawnCall>>,
+}
+
+/// One spawn handed to the spawner thread.
+struct SpawnCall {
+    image: *mut ExecImage<'static>,
+    reply: std::sync::mpsc::SyncSender<io::Result<Spawned>>,
+}
+
+// SAFETY: the image pointer is only dereferenced while the caller of
+// `Spawner::spawn`, which owns the image, blocks waiting for the reply.
+unsafe impl Send for SpawnCall {}
+
+impl std::fmt::Debug for Spawner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Spawner")
+    }
+}
+
+impl Spawner {
+    /// Starts the thread and runs `setup` on it first; its error is ours.
+    pub fn start(
+        name: &str,
+        setup: impl FnOnce() -> Result<(), Errno> + Send + 'static,
+    ) -> io::Result<Spawner> {
+        let (calls, incoming) = std::sync::mpsc::channel::<SpawnCall>();
+        let (ready, set_up) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || {
+                let done = setup();
+                let failed = done.is_err();
+                let _ = ready.send(done);
+                if failed {
+                    return;
+                }
+                for call in incoming {
+                    // SAFETY: see `SpawnCall`: the owner blocks until the
+                    // reply below, so the image is alive and not shared.
+                    let image = unsafe { &mut *call.image };
+                    let _ = call.reply.send(spawn_image(image));
+                }
+            })?;
+        match set_up.recv() {
+            Ok(Ok(())) => Ok(Spawner {
+                calls: std::sync::Mutex::new(calls),
+            }),
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => Err(io::Error::other("the spawner thread died while setting up")),
+        }
+    }
+
+    /// Spawns `image` from the spawner thread, blocking until it is done.
+    pub fn spawn(&self, image: &mut ExecImage<'_>) -> io::Result<Spawned> {
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        let call = SpawnCall {
+            image: (image as *mut ExecImage<'_>).cast::<ExecImage<'static>>(),
+            reply,
+        };
+        let sent = self
+            .calls
+            .lock()
+            .map_err(|_| io::Error::other("the spawner is poisoned"))?
+            .send(call);
+        if sent.is_err() {
+            return Err(io::Error::other("the spawner thread is gone"));
+        }
+        // Returns only once the thread has dropped its use of the image:
+        // after its reply, or after it died (the reply sender dropped).
+        answer
+            .recv()
+            .unwrap_or_else(|_| Err(io::Error::other("the spawner thread died")))
+    }
+}
+
 /// Watches `fd` for readiness in the current tokio runtime (a pidfd turns
 /// readable when its process exits).
 pub fn watch(fd: OwnedFd) -> io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {

@@ -9,12 +9,14 @@
 //! fixed order ([`sequence`]). A command that asked for confinement this
 //! host cannot enforce never runs ([`ErrorKind::Unconfinable`], S222); every
 //! command, confined or not, runs under the seccomp baseline. The executor
-//! binary loads the baseline into itself at start-up
-//! ([`Settings::filter_self`]), before any thread or request exists, and
-//! its commands inherit it: loading a filter costs the kernel a copy, a JIT
-//! compile and a verdict cache per process, which per spawn was the largest
-//! single cost of running a short command. A confined command still loads
-//! its own extra filter. When a command is
+//! binary loads its filters once ([`Settings::filter_self`]): the baseline
+//! into itself at start-up, before any thread or request exists, and the
+//! confined additions (with `no_new_privs`) into one spawner thread that
+//! starts every confined command. Children inherit the filters of the
+//! thread that clones them, and loading a filter costs the kernel a copy, a
+//! JIT compile (with a TLB flush on every core) and a verdict cache per
+//! process: per spawn it was the largest single cost of a short command.
+//! When a command is
 //! killed (timeout, kill, cancel, the broker gone) its whole tree dies:
 //! `cgroup.kill` where the host has cgroup v2, else the subreaper sweep of
 //! [`orphans`].
@@ -46,10 +48,10 @@ pub struct Settings {
     /// Drop dangerous capabilities (SYS_ADMIN, SYS_MODULE, SYS_PTRACE, …)
     /// from every command, confined or not.
     pub drop_capabilities: bool,
-    /// Load the seccomp baseline into the executor itself (every thread),
-    /// so commands inherit it instead of loading it per spawn. The binary
-    /// sets it; in-process tests leave it off and each command loads the
-    /// baseline as before.
+    /// Load the seccomp baseline into the executor itself (every thread)
+    /// and the confined additions into a spawner thread, so commands
+    /// inherit them instead of loading them per spawn. The binary sets it;
+    /// in-process tests leave it off and each command loads its filters.
     pub filter_self: bool,
 }
 
@@ -83,6 +85,8 @@ struct Host {
     filter_needs_no_new_privs: bool,
     /// The executor runs under the baseline, so its commands inherit it.
     inherits_baseline: bool,
+    /// Starts confined commands under the confined additions.
+    confined_spawner: Option<sys::Spawner>,
     settings: Settings,
 }
 
@@ -110,28 +114,62 @@ impl Host {
                     false
                 }
             };
+        let landlock_abi = sys::landlock_abi().unwrap_or(0);
+        let confined_spawner = if inherits_baseline {
+            let extra = confined_extra(&programs, landlock_abi).clone();
+            match sys::Spawner::start("ide-confined-spawner", move || {
+                rustix::thread::set_no_new_privs(true)?;
+                sys::load_seccomp(&extra)
+            }) {
+                Ok(spawner) => Some(spawner),
+                Err(e) => {
+                    tracing::warn!(
+                        "cannot start the confined spawner ({e}); \
+                         every confined command loads its filter itself"
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(Host {
             programs,
-            landlock_abi: sys::landlock_abi().unwrap_or(0),
+            landlock_abi,
             cgroups,
             filter_needs_no_new_privs,
             inherits_baseline,
+            confined_spawner,
             settings,
         })
     }
 
+    /// The spawner a command starts from, when not the calling thread.
+    fn spawner(&self, confined: bool) -> Option<&sys::Spawner> {
+        self.confined_spawner.as_ref().filter(|_| confined)
+    }
+
     /// The filters a command loads, in order (see [`ChildPlan::seccomp`]).
     fn filters(&'static self, confined: bool) -> [&'static [seccompiler::sock_filter]; 3] {
-        let extra: &[_] = match (confined, self.landlock_abi < 3) {
-            (true, true) => &self.programs.set_id_with_truncate,
-            (true, false) => &self.programs.set_id,
-            (false, _) => &[],
+        let extra: &[_] = if confined && self.spawner(confined).is_none() {
+            confined_extra(&self.programs, self.landlock_abi)
+        } else {
+            &[]
         };
         if self.inherits_baseline {
             [&[], &[], extra]
         } else {
             [&self.programs.guard, &self.programs.baseline, extra]
         }
+    }
+}
+
+/// What a confined command adds to the baseline on this host.
+fn confined_extra(programs: &seccomp::Programs, landlock_abi: i32) -> &seccompiler::BpfProgram {
+    if landlock_abi < 3 {
+        &programs.set_id_with_truncate
+    } else {
+        &programs.set_id
     }
 }
 
@@ -251,7 +289,13 @@ impl Prepared {
             landlock: self.ruleset.as_ref().map(AsRawFd::as_raw_fd),
             seccomp: host.filters(confined),
         };
-        let spawn = || image.with_raw(stdio, plan, sys::spawn_image);
+        let spawner = host.spawner(confined);
+        let spawn = || {
+            image.with_raw(stdio, plan, |raw| match spawner {
+                Some(spawner) => spawner.spawn(raw),
+                None => sys::spawn_image(raw),
+            })
+        };
         let child = if self.leaf.is_none() {
             let mut spawned = orphans::lock();
             let child = spawn()?;

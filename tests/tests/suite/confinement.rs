@@ -415,13 +415,27 @@ async fn the_executor_runs_under_the_baseline_and_its_commands_inherit_it() {
             .find_map(|l| l.strip_prefix("Seccomp_filters:\t"))
             .and_then(|n| n.parse::<u32>().ok())
     };
-    let mut seen = None;
     let tasks = std::fs::read_dir(format!("/proc/{executor}/task")).unwrap();
     for task in tasks.flatten() {
         let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
         assert!(status.lines().any(|l| l == "Seccomp:\t2"), "{status}");
-        seen = filters(&status);
-        assert!(seen >= Some(2), "{status}");
+        assert!(filters(&status) >= Some(2), "{status}");
+    }
+    let main = std::fs::read_to_string(format!("/proc/{executor}/status")).unwrap();
+    let seen = filters(&main);
+    // Confined commands start from one thread that alone carries the
+    // confined additions and no_new_privs.
+    let tasks = std::fs::read_dir(format!("/proc/{executor}/task")).unwrap();
+    let spawner: Vec<String> = tasks
+        .flatten()
+        .map(|t| std::fs::read_to_string(t.path().join("status")).unwrap_or_default())
+        .filter(|s| s.lines().any(|l| l == "Name:\tide-confined-sp"))
+        .collect();
+    assert_eq!(spawner.len(), 1, "{spawner:?}");
+    assert_eq!(filters(&spawner[0]), seen.map(|n| n + 1), "{}", spawner[0]);
+    assert!(spawner[0].lines().any(|l| l == "NoNewPrivs:\t1"));
+    if running_as_root() {
+        assert!(main.lines().any(|l| l == "NoNewPrivs:\t0"), "{main}");
     }
     let r = world
         .exec(json!({"command": "cat", "args": ["/proc/self/status"]}))
