@@ -57,8 +57,8 @@ impl postcard::ser_flavors::Flavor for FrameFlavor {
 pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
     let mut start = Vec::with_capacity(64);
     start.extend_from_slice(&[0u8; 4]);
-    let mut out = postcard::serialize_with_flavor(msg, FrameFlavor(start))
-        .map_err(FrameError::Encode)?;
+    let mut out =
+        postcard::serialize_with_flavor(msg, FrameFlavor(start)).map_err(FrameError::Encode)?;
     let len = out.len() - 4;
     if len > MAX_FRAME_LEN {
         return Err(FrameError::TooLarge(len));
@@ -131,7 +131,10 @@ impl FrameReader {
         // first showed up in profiles of bulk transfers.
         self.buf.clear();
         self.buf.reserve(len);
-        (&mut *r).take(len as u64).read_to_end(&mut self.buf).await?;
+        (&mut *r)
+            .take(len as u64)
+            .read_to_end(&mut self.buf)
+            .await?;
         if self.buf.len() < len {
             return Err(FrameError::Truncated);
         }

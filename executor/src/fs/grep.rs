@@ -2,8 +2,8 @@
 //!
 //! Security meaning: the pattern is compiled here with a bounded program
 //! size (a bad or oversized one is `BadRegex`), files are reached only
-//! through the confined walk and read through fds opened on exactly the
-//! inode the walk found, binary files (a NUL in the first 8 KiB) are skipped,
+//! through the confined walk and read through the fds it opened and
+//! checked, binary files (a NUL in the first 8 KiB) are skipped,
 //! and each reported line is cut to `max_line_bytes`, so one chunk always
 //! fits a frame. Matches stream under the broker's credit, which is how the
 //! broker stops a search once it has enough.
@@ -11,8 +11,8 @@
 
 use super::channel::Channel;
 use super::guard::Guard;
-use super::read::{read_at, reopen_for_reading};
-use super::walk::{files, Batcher, Filter};
+use super::read::read_at;
+use super::walk::{files, Batcher, FileRef, Filter};
 use super::Beneath;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Bytes;
@@ -36,7 +36,11 @@ const HEAP_LIMIT: usize = 16 * 1024 * 1024;
 
 /// True when the first [`BINARY_PROBE`] bytes hold a NUL.
 pub fn is_binary(file: &OwnedFd) -> Result<bool, ExecutorError> {
-    let mut probe = vec![0u8; BINARY_PROBE];
+    is_binary_with(file, &mut [0u8; BINARY_PROBE])
+}
+
+/// [`is_binary`] with a caller's buffer of [`BINARY_PROBE`] bytes.
+fn is_binary_with(file: &OwnedFd, probe: &mut [u8; BINARY_PROBE]) -> Result<bool, ExecutorError> {
     let mut filled = 0;
     while filled < probe.len() {
         let n = read_at(file, &mut probe[filled..], filled as u64)?;
@@ -64,24 +68,27 @@ pub fn shown_line(bytes: &[u8], max: usize) -> String {
     format!("{}…", &text[..cut])
 }
 
-/// Files walked ahead of the one whose matches are being sent.
-const AHEAD: usize = 64;
+/// Batches walked ahead of the one whose matches are being sent.
+const AHEAD: usize = 8;
+/// Files per search job: one hand-off (and wake-up) per batch rather than
+/// per file.
+const BATCH: usize = 32;
 /// How often the sending side looks for a cancelled request while it waits.
 const CANCEL_POLL: Duration = Duration::from_millis(100);
 
-/// One file for a search thread, with where its matches go.
+/// Files for a search thread, with where their matches go.
 struct Job {
-    rel: String,
-    fd: OwnedFd,
+    files: Vec<(String, FileRef)>,
     matches: SyncSender<Vec<GrepMatch>>,
 }
 
 /// `grep`: streams the matches of every searched file, in walk order.
 ///
-/// The walk runs on one thread, the searches on one thread per core, and
-/// the calling thread sends each file's matches in the order the walk found
-/// the files, at most [`AHEAD`] files behind the walk; a cancelled or failed
-/// send stops the walk and the searches.
+/// The walk runs on one thread and hands files in batches of [`BATCH`] to
+/// the searches, one thread per core, which open and check each file
+/// themselves; the calling thread sends each batch's matches in the order
+/// the walk found the files, at most [`AHEAD`] batches behind the walk; a
+/// cancelled or failed send stops the walk and the searches.
 pub fn grep(
     at: &Beneath<'_>,
     guard: &Guard,
@@ -105,25 +112,32 @@ pub fn grep(
     let job_rx = Mutex::new(job_rx);
     std::thread::scope(|scope| {
         for _ in 0..searchers() {
-            scope.spawn(|| search_jobs(&matcher, max_line, &job_rx, &stop));
+            scope.spawn(|| search_jobs(&matcher, max_line, guard, &job_rx, &stop));
         }
         let walker = scope.spawn(|| {
+            let queue = |files: Vec<(String, FileRef)>| {
+                let (matches, result) = mpsc::sync_channel(1);
+                // Either queue closes only when the sending side stopped.
+                if order_tx.send(result).is_err() || job_tx.send(Job { files, matches }).is_err() {
+                    return Err(super::channel::abandoned());
+                }
+                Ok(())
+            };
+            let mut batch = Vec::with_capacity(BATCH);
             let walked = files(at, guard, path, &filter, &mut |found| {
                 if stop.load(Ordering::Relaxed) {
                     return Err(super::channel::abandoned());
                 }
-                let (matches, result) = mpsc::sync_channel(1);
-                let job = Job {
-                    rel: found.rel.to_owned(),
-                    fd: found.fd,
-                    matches,
-                };
-                // Either queue closes only when the sending side stopped.
-                if order_tx.send(result).is_err() || job_tx.send(job).is_err() {
-                    return Err(super::channel::abandoned());
+                batch.push((found.rel.to_owned(), found.file));
+                if batch.len() == BATCH {
+                    queue(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))?;
                 }
                 Ok(())
             });
+            let walked = match walked {
+                Ok(()) if !batch.is_empty() => queue(batch),
+                other => other,
+            };
             drop((order_tx, job_tx));
             walked
         });
@@ -148,6 +162,7 @@ fn searchers() -> usize {
 fn search_jobs(
     matcher: &RegexMatcher,
     max_line: usize,
+    guard: &Guard,
     jobs: &Mutex<Receiver<Job>>,
     stop: &AtomicBool,
 ) {
@@ -157,39 +172,44 @@ fn search_jobs(
         .heap_limit(Some(HEAP_LIMIT))
         .memory_map(MmapChoice::never())
         .build();
+    let mut probe = Box::new([0u8; BINARY_PROBE]);
     loop {
         let next = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
         let Ok(job) = next else { return };
-        if stop.load(Ordering::Relaxed) {
-            continue;
+        let mut found = Vec::new();
+        for (rel, file) in job.files {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let Some(fd) = file.open(guard) else { continue };
+            let matches = search_file(&mut searcher, matcher, max_line, fd, &mut probe);
+            found.extend(matches.into_iter().map(|(line, content)| GrepMatch {
+                file: rel.clone(),
+                line,
+                content,
+            }));
         }
-        let found = search_file(&mut searcher, matcher, max_line, &job);
-        // The sender is gone only when the request stopped.
+        // The receiver is gone only when the request stopped.
         let _ = job.matches.send(found);
     }
 }
 
-/// The matches of one file; a file that cannot be read or searched (a
-/// binary file, a line past the heap limit, an i/o error) has none.
+/// The matches of one file as `(line, content)`; a file that cannot be
+/// read or searched (a binary file, a line past the heap limit, an i/o
+/// error) has none.
 fn search_file(
     searcher: &mut grep_searcher::Searcher,
     matcher: &RegexMatcher,
     max_line: usize,
-    job: &Job,
-) -> Vec<GrepMatch> {
+    file: OwnedFd,
+    probe: &mut [u8; BINARY_PROBE],
+) -> Vec<(u64, String)> {
     let mut found = Vec::new();
-    let Ok(file) = reopen_for_reading(&job.fd) else {
-        return found;
-    };
-    if is_binary(&file).unwrap_or(true) {
+    if is_binary_with(&file, probe).unwrap_or(true) {
         return found;
     }
     let sink = Bytes(|line, bytes| {
-        found.push(GrepMatch {
-            file: job.rel.clone(),
-            line,
-            content: shown_line(bytes, max_line),
-        });
+        found.push((line, shown_line(bytes, max_line)));
         Ok(true)
     });
     let _ = searcher.search_file(matcher, &File::from(file), sink);

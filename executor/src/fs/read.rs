@@ -43,20 +43,6 @@ pub fn reopen_for_reading(fd: &OwnedFd) -> Result<OwnedFd, ExecutorError> {
     .map_err(|e| ExecutorError::new(ErrorKind::Internal, format!("cannot reopen the file: {e}")))
 }
 
-/// An `O_PATH` fd of the regular file `name` in `dir` (never a symlink).
-pub fn open_regular(dir: &OwnedFd, name: &[u8]) -> Result<OwnedFd, ExecutorError> {
-    let fd = rustix::fs::openat(
-        dir,
-        name,
-        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(path_error)?;
-    let st = rustix::fs::fstat(&fd).map_err(path_error)?;
-    require_regular(&st)?;
-    Ok(fd)
-}
-
 /// Reads up to `buf.len()` bytes at `offset`, retrying interrupted calls.
 pub fn read_at(fd: &OwnedFd, buf: &mut [u8], offset: u64) -> Result<usize, ExecutorError> {
     loop {

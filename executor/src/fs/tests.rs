@@ -733,6 +733,50 @@ fn walk_lists_files_and_skips_denylisted_ones() {
     }
 }
 
+#[test]
+fn walks_skip_denylisted_dirs_hard_links_fifos_and_sockets_without_blocking() {
+    let f = fx();
+    tree_fixture(&f);
+    std::fs::create_dir_all(f.jail.join("src/secret/inner")).unwrap();
+    std::fs::write(f.jail.join("src/secret/inner/key.rs"), "needle\n").unwrap();
+    std::fs::write(f.outside.join("token.rs"), "needle\n").unwrap();
+    std::fs::hard_link(f.outside.join("token.rs"), f.jail.join("src/alias.rs")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        f.jail.join("src/pipe.rs"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(f.jail.join("src/sock.rs")).unwrap();
+    let deny = [f.jail.join("src/secret"), f.outside.join("token.rs")];
+    let deny: Vec<&Path> = deny.iter().map(|p| p.as_path()).collect();
+    for backend in BACKENDS {
+        let mut io = Recorder::default();
+        let op = FsOp::Walk {
+            path: f.at("src"),
+            filter: filter(&[], &["*.txt"]),
+        };
+        f.run_io(backend, &deny, op, &mut io).unwrap();
+        let files: Vec<String> = io.unpacked();
+        assert_eq!(
+            files,
+            ["a.rs", "bin.rs", "nested/b.rs", "skip/d.rs"],
+            "{backend:?}"
+        );
+        let mut io = Recorder::default();
+        let op = grep_op(&f, "src", "needle", filter(&["*.rs"], &[]), false);
+        f.run_io(backend, &deny, op, &mut io).unwrap();
+        let files: Vec<String> = io
+            .unpacked::<GrepMatch>()
+            .into_iter()
+            .map(|m| m.file)
+            .collect();
+        assert_eq!(files, ["a.rs", "nested/b.rs", "skip/d.rs"], "{backend:?}");
+    }
+}
+
 fn sed_op(f: &Fx, rels: &[&str], pattern: &str, replacement: &str, cap: u64) -> FsOp {
     FsOp::Sed {
         files: rels.iter().map(|r| f.at(r)).collect(),

@@ -3,16 +3,25 @@
 //!
 //! Security meaning: a walk starts at an object the resolver confined and
 //! the guard accepted, then descends only with `openat(dirfd, name,
-//! O_DIRECTORY | O_NOFOLLOW)` on entries it lstat'ed: it never follows a
-//! symlink, never builds a path string to open, and skips denylisted
-//! objects. Depth is bounded ([`MAX_DEPTH`]), which also bounds the fds it
-//! holds and the length of the relative paths it reports.
+//! O_NOFOLLOW | …)`: it never follows a symlink and never builds a path
+//! string to open. The directory entry's type only decides what to try;
+//! what counts is the `fstat` of what was actually opened: a subdirectory
+//! or file is used only if it is what the entry said and is not denylisted
+//! by identity (every directory on the way down was checked the same way,
+//! and the start fully, so nothing reached lies beneath a denylisted
+//! directory). Files are opened for reading directly (`O_NONBLOCK |
+//! O_NOCTTY`, so a FIFO swapped in cannot block and no terminal is
+//! acquired); a device node swapped in during that instant is opened and
+//! closed unread, which gives a command that could create one nothing it
+//! could not do itself. Depth is bounded ([`MAX_DEPTH`]), which also
+//! bounds the fds it holds and the length of the relative paths it
+//! reports.
 #![forbid(unsafe_code)]
 
 use super::channel::Channel;
 use super::guard::Guard;
 use super::ls::names;
-use super::read::open_regular;
+use super::read::reopen_for_reading;
 use super::Beneath;
 use crate::errno::path_error;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
@@ -20,6 +29,7 @@ use ide_proto::{ErrorKind, ExecutorError, FsReply, RootedPath, WalkFilter, CHUNK
 use rustix::fd::OwnedFd;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 use serde::Serialize;
+use std::sync::Arc;
 
 /// Directory levels a walk descends below its start; deeper entries are
 /// skipped.
@@ -95,8 +105,31 @@ fn split(key: &str, globs: &[String]) -> Result<(GlobSet, GlobSet), ExecutorErro
 pub struct Found<'a> {
     /// Relative to the walk's start; empty when the start is the file.
     pub rel: &'a str,
-    /// An `O_PATH` fd of the file itself.
-    pub fd: OwnedFd,
+    /// Where to open it.
+    pub file: FileRef,
+}
+
+/// A file a walk found, not yet opened (opening is left to whoever reads
+/// it, so a parallel search opens files on its own threads).
+pub enum FileRef {
+    /// The walk's start, already opened and checked.
+    Opened(OwnedFd),
+    /// An entry the directory listing says is a regular file.
+    Entry { dir: Arc<OwnedFd>, name: String },
+}
+
+impl FileRef {
+    /// The file opened for reading, or `None` when it is gone, no longer a
+    /// regular file, or denylisted.
+    pub fn open(self, guard: &Guard) -> Option<OwnedFd> {
+        match self {
+            FileRef::Opened(fd) => Some(fd),
+            FileRef::Entry { dir, name } => {
+                let read = OFlags::NONBLOCK | OFlags::NOCTTY;
+                open_checked(&dir, &name, read, FileType::RegularFile, guard)
+            }
+        }
+    }
 }
 
 /// Calls `visit` for every regular file at or beneath `path` that `filter`
@@ -114,10 +147,13 @@ pub fn files(
     guard.check(&start)?;
     let st = rustix::fs::fstat(&start).map_err(path_error)?;
     match FileType::from_raw_mode(st.st_mode) {
-        FileType::RegularFile => visit(Found { rel: "", fd: start }),
+        FileType::RegularFile => visit(Found {
+            rel: "",
+            file: FileRef::Opened(reopen_for_reading(&start)?),
+        }),
         FileType::Directory if filter.recursive => {
             let dir = reopen_dir(&start)?;
-            descend(&dir, "", 0, guard, filter, visit)
+            descend(Arc::new(dir), "", 0, guard, filter, visit)
         }
         FileType::Directory => Err(ExecutorError::new(
             ErrorKind::Invalid,
@@ -167,40 +203,83 @@ pub fn entries(dir: &OwnedFd, guard: &Guard) -> Result<Vec<(Vec<u8>, Stat)>, Exe
 }
 
 fn descend(
-    dir: &OwnedFd,
+    dir: Arc<OwnedFd>,
     prefix: &str,
     depth: usize,
     guard: &Guard,
     filter: &Filter,
     visit: &mut dyn FnMut(Found<'_>) -> Result<(), ExecutorError>,
 ) -> Result<(), ExecutorError> {
-    for (name, st) in entries(dir, guard)? {
+    for (name, kind) in typed_names(&dir)? {
+        let kind = match kind {
+            FileType::Unknown => {
+                match rustix::fs::statat(&*dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => FileType::from_raw_mode(st.st_mode),
+                    Err(_) => continue,
+                }
+            }
+            known => known,
+        };
         let name = String::from_utf8_lossy(&name).into_owned();
         let rel = if prefix.is_empty() {
             name.clone()
         } else {
             format!("{prefix}/{name}")
         };
-        match FileType::from_raw_mode(st.st_mode) {
+        match kind {
             FileType::Directory if depth < MAX_DEPTH && !filter.prunes_dir(&rel, &name) => {
-                // Gone or swapped for a link since the lstat: skip it.
-                if let Ok(sub) = open_subdir(dir, name.as_bytes()) {
-                    descend(&sub, &rel, depth + 1, guard, filter, visit)?;
+                // Gone, swapped for a link or denylisted: skip it.
+                let sub = open_checked(&dir, &name, OFlags::DIRECTORY, FileType::Directory, guard);
+                if let Some(sub) = sub {
+                    descend(Arc::new(sub), &rel, depth + 1, guard, filter, visit)?;
                 }
             }
             FileType::RegularFile if filter.wants_file(&rel, &name) => {
-                // The denylist is checked again on what was opened: the entry
-                // may have been swapped for a denylisted file since the lstat.
-                if let Ok(fd) = open_regular(dir, name.as_bytes()) {
-                    if guard.check(&fd).is_ok() {
-                        visit(Found { rel: &rel, fd })?;
-                    }
-                }
+                let file = FileRef::Entry {
+                    dir: dir.clone(),
+                    name,
+                };
+                visit(Found { rel: &rel, file })?;
             }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// Opens `name` in `dir` for reading (never through a symlink) and keeps it
+/// only when it is a `kind` and not denylisted.
+fn open_checked(
+    dir: &OwnedFd,
+    name: &str,
+    flags: OFlags,
+    kind: FileType,
+    guard: &Guard,
+) -> Option<OwnedFd> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | flags,
+        Mode::empty(),
+    )
+    .ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    (FileType::from_raw_mode(st.st_mode) == kind && !guard.denies(&st)).then_some(fd)
+}
+
+/// The names in `dir` with the type the directory entry records
+/// (`Unknown` where the filesystem does not say), sorted by bytes.
+fn typed_names(dir: &OwnedFd) -> Result<Vec<(Vec<u8>, FileType)>, ExecutorError> {
+    let mut out = Vec::new();
+    for item in rustix::fs::Dir::read_from(dir).map_err(path_error)? {
+        let item = item.map_err(path_error)?;
+        let name = item.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            out.push((name.to_vec(), item.file_type()));
+        }
+    }
+    out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
 }
 
 /// Collects items into chunks of about [`CHUNK_LEN`] bytes and streams each
@@ -258,7 +337,11 @@ pub fn list(
     let filter = Filter::new(filter)?;
     let mut batch = Batcher::new();
     files(at, guard, path, &filter, &mut |found| {
-        batch.push(found.rel.to_owned(), found.rel.len(), io)
+        // Listed only if it can be opened and is not denylisted.
+        if found.file.open(guard).is_some() {
+            batch.push(found.rel.to_owned(), found.rel.len(), io)?;
+        }
+        Ok(())
     })?;
     batch.flush(io)?;
     Ok(FsReply::Ok)
