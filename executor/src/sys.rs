@@ -68,6 +68,30 @@ pub fn chmod_fd(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
     }
 }
 
+/// Starts writeback of `len` bytes at `offset` of `file` without waiting
+/// for it (`sync_file_range(SYNC_FILE_RANGE_WRITE)`); it promises no
+/// durability, which only `fsync` gives.
+pub fn start_writeback(file: &impl AsFd, offset: u64, len: u64) -> io::Result<()> {
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    // SAFETY: sync_file_range takes an fd, two numbers and flags; it
+    // touches no memory of ours.
+    let rc = unsafe {
+        libc::sync_file_range(
+            file.as_fd().as_raw_fd(),
+            offset,
+            len,
+            libc::SYNC_FILE_RANGE_WRITE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Takes ownership of an fd inherited from our parent (`--fd N`), after
 /// checking that it is open, so a wrong number is an error and not a
 /// double close of somebody else's fd later.
