@@ -41,8 +41,10 @@ fn main() -> ExitCode {
     if let Some(Command::Doctor { json }) = cli.command {
         return run_doctor(&cli, json);
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread runs every handler: the SDK already delivers invocations
+    // from its own connection thread, and a second worker only added
+    // cross-core wake-ups to each call (P1 in README "Performance").
+    let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
