@@ -7,12 +7,16 @@
 //! checked exactly on the first frame and any decode error ends the connection.
 #![forbid(unsafe_code)]
 
+pub mod bulk;
 pub mod env_gate;
 pub mod frame;
 pub mod message;
 pub mod probe;
 
-pub use frame::{read_frame, write_frame, FrameError, FrameReader, MAX_FRAME_LEN};
+pub use frame::{
+    encode_owned, read_frame, write_frame, write_owned, Encoded, FrameError, FrameReader,
+    MAX_FRAME_LEN,
+};
 pub use message::*;
 
 /// Bumped on every incompatible change; the executor refuses any other value.

@@ -4,7 +4,7 @@
 
 use super::launch::{connect_rendezvous, launch, Source};
 use crate::error::ShellError;
-use ide_proto::frame::{encode, FrameError};
+use ide_proto::frame::{encode_owned, Encoded, FrameError};
 use ide_proto::{
     write_frame, FrameReader, JobEvent, JobReply, JobRequest, Reply, Request, ToBroker, ToExecutor,
     EVENT_ID, PROTOCOL_VERSION, STREAM_WINDOW,
@@ -44,7 +44,7 @@ impl Drop for Route {
 /// One live connection: an outbox of encoded frames drained by a writer
 /// task, and the routes of requests in flight.
 struct Conn {
-    outbox: mpsc::Sender<Vec<u8>>,
+    outbox: mpsc::Sender<Encoded>,
     pending: Mutex<HashMap<u64, Route>>,
     next_id: AtomicU64,
 }
@@ -57,7 +57,7 @@ impl Conn {
     /// Encodes and queues one frame. A frame over the protocol's cap is the
     /// caller's error (nothing is sent; the connection stays healthy).
     async fn send(&self, frame: ToExecutor) -> Result<(), ShellError> {
-        let bytes = encode(&frame).map_err(|e| match e {
+        let bytes = encode_owned(frame).map_err(|e| match e {
             FrameError::TooLarge(n) => ShellError::invalid(format!(
                 "request too large ({n} bytes encoded; the limit is {} bytes)",
                 ide_proto::MAX_FRAME_LEN
@@ -185,7 +185,7 @@ impl Drop for ReplyStream {
         }
         if let Some(conn) = self.conn.upgrade() {
             conn.routes().remove(&self.id);
-            if let Ok(bytes) = encode(&ToExecutor {
+            if let Ok(bytes) = encode_owned(ToExecutor {
                 id: self.id,
                 body: Request::Cancel,
             }) {
@@ -434,7 +434,7 @@ async fn serve(
         ..
     } = handshaken;
 
-    let (outbox, mut queue) = mpsc::channel::<Vec<u8>>(OUTBOX);
+    let (outbox, mut queue) = mpsc::channel::<Encoded>(OUTBOX);
     let conn = Arc::new(Conn {
         outbox,
         pending: Mutex::new(HashMap::new()),
@@ -442,7 +442,7 @@ async fn serve(
     });
     let writer = tokio::spawn(async move {
         while let Some(frame) = queue.recv().await {
-            if let Err(e) = write.write_all(&frame).await {
+            if let Err(e) = frame.write_to(&mut write).await {
                 tracing::warn!("writing to the executor failed: {e}");
                 break;
             }

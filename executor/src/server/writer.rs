@@ -5,7 +5,7 @@
 //! stops reading slows the commands down instead of growing our memory.
 #![forbid(unsafe_code)]
 
-use ide_proto::{write_frame, FrameError, ToBroker};
+use ide_proto::{write_owned, FrameError, ToBroker};
 use tokio::io::AsyncWrite;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -22,13 +22,14 @@ where
     let (tx, mut rx) = mpsc::channel::<ToBroker>(WRITE_QUEUE);
     let task = tokio::spawn(async move {
         while let Some(msg) = rx.recv().await {
-            match write_frame(&mut sink, &msg).await {
+            let id = msg.id;
+            match write_owned(&mut sink, msg).await {
                 Ok(()) => {}
                 Err(FrameError::Io(e)) => {
                     tracing::debug!("the broker connection cannot be written: {e}");
                     break;
                 }
-                Err(e) => tracing::error!(id = msg.id, "reply dropped: {e}"),
+                Err(e) => tracing::error!(id, "reply dropped: {e}"),
             }
         }
     });
