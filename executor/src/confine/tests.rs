@@ -4,7 +4,7 @@
 use super::*;
 use crate::exec::spawn::{spawn, Leader};
 use ide_proto::Confinement;
-use ide_proto::{EnvSpec, ExecSpec};
+use ide_proto::ExecSpec;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
@@ -49,17 +49,8 @@ fn start(
     confine: Option<Confinement>,
 ) -> Result<(Leader, crate::exec::spawn::Pipes), ExecutorError> {
     let spec = ExecSpec {
-        argv: argv.iter().map(|s| s.to_string()).collect(),
-        env: EnvSpec {
-            inherit: true,
-            allow: vec![],
-            set: vec![],
-        },
-        cwd: None,
-        stdin: ide_proto::Stdin::Null,
-        timeout_ms: 0,
-        max_output_bytes: 1 << 20,
         confine,
+        ..crate::exec::tests::spec(argv)
     };
     spawn(&spec, std::env::vars_os().collect(), None)
 }

@@ -211,4 +211,4 @@ impl Drop for AbortOnDrop {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -21,7 +21,8 @@ fn executor() -> Executor {
     executor_with_env(std::env::vars_os().collect())
 }
 
-fn spec(argv: &[&str]) -> ExecSpec {
+/// An unconfined spec for `argv`: inherited environment, stdin `/dev/null`.
+pub(crate) fn spec(argv: &[&str]) -> ExecSpec {
     ExecSpec {
         argv: argv.iter().map(|s| s.to_string()).collect(),
         env: EnvSpec {
