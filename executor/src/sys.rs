@@ -279,7 +279,7 @@ fn spawn_on(stack: &ChildStack, image: &mut ExecImage<'_>) -> io::Result<Spawned
 /// here costs nothing per spawn. The thread lives as long as the process,
 /// which is what the children's death signal is tied to.
 pub struct Spawner {
-    calls: std::sync::Mutex<std::sync::mpsc::Sender<SpawnCall>>,
+    calls: std::sync::mpsc::Sender<SpawnCall>,
 }
 
 /// One spawn handed to the spawner thread.
@@ -323,9 +323,7 @@ impl Spawner {
                 }
             })?;
         match set_up.recv() {
-            Ok(Ok(())) => Ok(Spawner {
-                calls: std::sync::Mutex::new(calls),
-            }),
+            Ok(Ok(())) => Ok(Spawner { calls }),
             Ok(Err(e)) => Err(e.into()),
             Err(_) => Err(io::Error::other("the spawner thread died while setting up")),
         }
@@ -338,12 +336,7 @@ impl Spawner {
             image: (image as *mut ExecImage<'_>).cast::<ExecImage<'static>>(),
             reply,
         };
-        let sent = self
-            .calls
-            .lock()
-            .map_err(|_| io::Error::other("the spawner is poisoned"))?
-            .send(call);
-        if sent.is_err() {
+        if self.calls.send(call).is_err() {
             return Err(io::Error::other("the spawner thread is gone"));
         }
         // Returns only once the thread has dropped its use of the image:
@@ -386,10 +379,12 @@ fn child_steps(image: &mut ExecImage<'_>) -> Result<std::convert::Infallible, i3
     reset_signals();
     for (target, fd) in image.stdio.into_iter().enumerate() {
         let target = target as libc::c_int;
-        // SAFETY: dup2 on fds the parent keeps open until we exec.
         let rc = if fd == target {
+            // SAFETY: clears close-on-exec of an fd the parent keeps open
+            // until we exec; no memory is touched.
             unsafe { libc::fcntl(fd, libc::F_SETFD, 0) }
         } else {
+            // SAFETY: dup2 of an fd the parent keeps open until we exec.
             unsafe { libc::dup2(fd, target) }
         };
         if rc < 0 {
@@ -461,7 +456,7 @@ fn reset_signals() {
     };
 }
 
-/// The real spawn-time syscalls, for a forked child: each method is one raw,
+/// The real spawn-time syscalls, for a spawned child: each method is one raw,
 /// async-signal-safe syscall (or a fixed few) that allocates nothing.
 pub struct RawChildCalls;
 
@@ -480,7 +475,7 @@ impl ChildCalls for RawChildCalls {
 
     fn join_cgroup(&mut self, procs: RawFd) -> Result<(), Errno> {
         // SAFETY: the parent keeps the leaf's cgroup.procs open until spawn
-        // returns, and fork copied it into this child, so it is open here.
+        // returns, and the child got a copy of its fd table at the clone.
         let fd = unsafe { BorrowedFd::borrow_raw(procs) };
         rustix::io::write(fd, b"0").map(drop)
     }

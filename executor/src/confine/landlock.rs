@@ -10,7 +10,7 @@
 //! reach an abstract socket outside its domain. Landlock also refuses ptrace
 //! and `/proc/<pid>/mem` of any process outside the domain (not
 //! `/proc/<pid>/environ`: no secret may live in an environment). The
-//! ruleset is built here, before the fork, into an fd the child only has to
+//! ruleset is built here, before the spawn, into an fd the child only has to
 //! pass to `landlock_restrict_self`; a kernel without Landlock means
 //! [`ErrorKind::Unconfinable`] and nothing runs (fail closed).
 //! Connecting to a path Unix socket (ABI 9's `ResolveUnix`) is left

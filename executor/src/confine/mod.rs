@@ -2,7 +2,7 @@
 //! that limits what the command can do and how long its tree can live.
 //!
 //! Security meaning: prepare, then enforce. In the executor, before the
-//! fork, the Landlock ruleset of a confined command is built into an fd
+//! spawn, the Landlock ruleset of a confined command is built into an fd
 //! ([`landlock`]), the command's cgroup leaf is made and its `cgroup.procs`
 //! opened ([`cgroup`]), and the seccomp programs were compiled once at
 //! start-up ([`seccomp`]). The child then only replays raw syscalls in a

@@ -19,7 +19,7 @@
 //! read) so libc falls back to `clone`, whose flags are checked.
 //!
 //! The programs are compiled once, at start-up, and only referenced by the
-//! child after the fork.
+//! child after the clone.
 #![forbid(unsafe_code)]
 
 use seccompiler::{

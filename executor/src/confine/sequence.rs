@@ -1,5 +1,5 @@
 //! The child-side spawn sequence: what a command's process does between
-//! `fork` and `exec`, in a fixed order.
+//! `clone` and `exec`, in a fixed order.
 //!
 //! Security meaning: the order is the guarantee. The command first leaves our
 //! session and ties its life to ours, joins its own cgroup before it can fork,
@@ -10,10 +10,10 @@
 //! it (bubblewrap, nsjail and youki use the same order). The seccomp baseline
 //! denies none of those setup calls, which is why an executor that already
 //! runs under it may let its commands inherit it instead of loading it again
-//! ([`crate::confine::filter_self`]). Every step runs in a
-//! forked child of a multi-threaded process, so each is one raw,
-//! async-signal-safe syscall behind [`ChildCalls`]; a recording fake checks
-//! the order in unit tests without root.
+//! ([`crate::confine::Settings::filter_self`]). Every step runs in a child
+//! that shares a multi-threaded process's memory until it execs, so each is
+//! one raw, async-signal-safe syscall behind [`ChildCalls`]; a recording
+//! fake checks the order in unit tests without root.
 #![forbid(unsafe_code)]
 
 use rustix::fd::RawFd;
@@ -87,7 +87,7 @@ pub struct StepError {
 }
 
 /// Errnos are below 4096, so the step fits above them in the one `i32` that
-/// std carries from a failed `pre_exec` back to `spawn`.
+/// the child reports back to the spawn when it fails.
 const STEP_SHIFT: u32 = 16;
 
 impl StepError {
@@ -127,7 +127,7 @@ pub trait ChildCalls {
 /// references to programs compiled at start-up, so the child allocates nothing.
 #[derive(Debug, Clone, Copy)]
 pub struct ChildPlan {
-    /// The executor's pid, read before the fork.
+    /// The executor's pid, read before the spawn.
     pub parent: Pid,
     /// The command's `cgroup.procs`, opened for writing.
     pub cgroup_procs: Option<RawFd>,
