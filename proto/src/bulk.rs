@@ -18,6 +18,9 @@ pub const BULK_MIN: usize = 512;
 
 /// A frame type with one bulk variant `{ id, Variant { data } }`.
 pub trait Bulk: Serialize + DeserializeOwned + Sized {
+    /// The postcard variant index of the bulk variant (its position in the
+    /// enum; a unit test checks it against postcard's own output).
+    const VARIANT: u32;
     /// The bulk message.
     fn bulk(id: u64, data: Vec<u8>) -> Self;
     /// The id and bytes of a bulk message; the message back otherwise.
@@ -25,6 +28,8 @@ pub trait Bulk: Serialize + DeserializeOwned + Sized {
 }
 
 impl Bulk for ToExecutor {
+    const VARIANT: u32 = 2;
+
     fn bulk(id: u64, data: Vec<u8>) -> Self {
         ToExecutor {
             id,
@@ -41,6 +46,8 @@ impl Bulk for ToExecutor {
 }
 
 impl Bulk for ToBroker {
+    const VARIANT: u32 = 2;
+
     fn bulk(id: u64, data: Vec<u8>) -> Self {
         ToBroker {
             id,
@@ -56,16 +63,9 @@ impl Bulk for ToBroker {
     }
 }
 
-/// The postcard variant index of `T`'s bulk variant.
-pub fn variant<T: Bulk>() -> Option<u32> {
-    let sample = postcard::to_allocvec(&T::bulk(0, Vec::new())).ok()?;
-    let ((_, tag, _), rest) = postcard::take_from_bytes::<(u64, u32, u64)>(&sample).ok()?;
-    rest.is_empty().then_some(tag)
-}
-
 /// The header postcard writes before `len` bulk bytes of message `id`.
 pub fn header<T: Bulk>(id: u64, len: usize) -> Option<Vec<u8>> {
-    postcard::to_allocvec(&(id, variant::<T>()?, len as u64)).ok()
+    postcard::to_allocvec(&(id, T::VARIANT, len as u64)).ok()
 }
 
 /// The id, header length and bulk length when `head` (the start of a frame
@@ -75,7 +75,7 @@ pub fn parse<T: Bulk>(head: &[u8], frame_len: usize) -> Option<(u64, usize, usiz
     let ((id, tag, len), rest) = postcard::take_from_bytes::<(u64, u32, u64)>(head).ok()?;
     let header_len = head.len() - rest.len();
     let len = usize::try_from(len).ok()?;
-    (Some(tag) == variant::<T>() && header_len.checked_add(len)? == frame_len)
+    (tag == T::VARIANT && header_len.checked_add(len)? == frame_len)
         .then_some((id, header_len, len))
 }
 
@@ -85,6 +85,20 @@ mod tests {
 
     fn full<T: Bulk>(msg: T) -> Vec<u8> {
         postcard::to_allocvec(&msg).unwrap()
+    }
+
+    /// The variant index postcard writes for `T`'s bulk variant.
+    fn written_variant<T: Bulk>() -> u32 {
+        let sample = full(T::bulk(0, Vec::new()));
+        let ((_, tag, _), rest) = postcard::take_from_bytes::<(u64, u32, u64)>(&sample).unwrap();
+        assert!(rest.is_empty());
+        tag
+    }
+
+    #[test]
+    fn the_declared_variant_is_the_one_postcard_writes() {
+        assert_eq!(written_variant::<ToExecutor>(), ToExecutor::VARIANT);
+        assert_eq!(written_variant::<ToBroker>(), ToBroker::VARIANT);
     }
 
     #[test]
