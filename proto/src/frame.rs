@@ -80,13 +80,6 @@ pub struct Encoded {
 }
 
 impl Encoded {
-    /// Every byte of the frame, for tests and callers that need one buffer.
-    pub fn concat(self) -> Vec<u8> {
-        let mut all = self.head;
-        all.extend(self.bulk.unwrap_or_default());
-        all
-    }
-
     /// Writes the frame with as few writes as the sink allows.
     pub async fn write_to<W: AsyncWrite + Unpin>(&self, w: &mut W) -> std::io::Result<()> {
         let Some(bulk) = &self.bulk else {
@@ -361,6 +354,13 @@ mod tests {
         assert!(matches!(roundtrip(bytes).await, Err(FrameError::Decode(_))));
     }
 
+    /// Every byte of an encoded frame, as one buffer.
+    fn concat(encoded: Encoded) -> Vec<u8> {
+        let mut all = encoded.head;
+        all.extend(encoded.bulk.unwrap_or_default());
+        all
+    }
+
     /// Hands out at most `step` bytes per read, to exercise partial reads.
     struct Trickle {
         bytes: Vec<u8>,
@@ -414,7 +414,7 @@ mod tests {
                 encoded.bulk.is_some(),
                 matches!(&m.body, Reply::Chunk { data } if data.len() >= BULK_MIN)
             );
-            let whole = encoded.concat();
+            let whole = concat(encoded);
             assert_eq!(whole, encode(m).unwrap(), "the wire bytes are unchanged");
             wire.extend(whole);
         }
@@ -435,9 +435,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_bulk_frame_cut_short_or_padded_is_refused() {
-        let whole = encode_owned(ToExecutor::bulk(3, vec![9; 4000]))
-            .unwrap()
-            .concat();
+        let whole = concat(encode_owned(ToExecutor::bulk(3, vec![9; 4000])).unwrap());
         let mut cut = whole.clone();
         cut.truncate(whole.len() - 1);
         assert!(matches!(roundtrip(cut).await, Err(FrameError::Truncated)));
